@@ -1,0 +1,95 @@
+"""Cluster events and queueing hints: which changes may make an unschedulable pod schedulable.
+
+When a pod fails, the queue remembers which plugins rejected it. A later cluster event moves it back
+to activeQ/backoffQ only if one of those plugins registered that event, and the plugin's hint (if it
+gave one) says QUEUE for this particular change. Everything else stays in the unschedulable pool
+until the periodic flush.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class Resource(enum.StrEnum):
+    POD = "Pod"
+    ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULED_POD = "UnschedulablePod"
+    NODE = "Node"
+    PVC = "PersistentVolumeClaim"
+    PV = "PersistentVolume"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    NAMESPACE = "Namespace"
+    PDB = "PodDisruptionBudget"
+    WILDCARD = "*"
+
+
+class Action(enum.IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATIONS = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_OTHER = 2048
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATIONS
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: Resource
+    action: Action
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """True if this (concrete) event is covered by a registered event."""
+        if registered.resource != Resource.WILDCARD and registered.resource != self.resource:
+            # an assigned-pod event is also a pod event
+            if not (registered.resource == Resource.POD and self.resource == Resource.ASSIGNED_POD):
+                return False
+        return bool(registered.action & self.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}{self.action.name}"
+
+
+class QueueingHint(enum.Enum):
+    SKIP = 0
+    QUEUE = 1
+
+
+# hint(pod, old_obj, new_obj) -> QueueingHint; old/new are records or JSON depending on the resource
+QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+# Events that every pod may be helped by, whatever rejected it.
+WILDCARD_EVENT = ClusterEvent(Resource.WILDCARD, Action.ALL, "WildCardEvent")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")

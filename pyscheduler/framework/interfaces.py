@@ -1,0 +1,279 @@
+"""The extension points: one Protocol each, with kube-scheduler's semantics.
+
+A plugin is any object with a ``name`` that implements one or more of these Protocols; the runtime
+checks which by ``isinstance`` (they are ``runtime_checkable``). Every method may return ``None`` for
+success. A plugin that raises is reported as an Error status, never a crash.
+
+Order of a scheduling cycle (the runtime in ``framework.runtime`` drives it):
+
+    PreEnqueue (before the pod enters activeQ)
+    QueueSort.less (orders activeQ)
+    PreFilter -> Filter (per node) -> [PostFilter if no node fits]
+    PreScore -> Score (per node) -> NormalizeScore -> weights
+    Reserve (in order; Unreserve in reverse on any later failure)
+    Permit (approve / reject / wait with a timeout)
+    --- binding cycle, off the scheduling thread ---
+    WaitOnPermit -> PreBind -> Bind (first non-Skip) -> PostBind
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+
+if TYPE_CHECKING:
+    from pyscheduler.framework.events import ClusterEventWithHint
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+NodeScoreList = list[NodeScore]
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """``node_names`` None means all nodes; a set narrows Filter to those nodes."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    # "clear" the nomination (preemption found nothing) vs "set" it
+    mode: str = "set"
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: per node, the first rejecting status; plus the plugins that rejected."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+    # status for nodes PreFilter excluded (all share it): kube reports them as "absent" nodes
+    absent_nodes_status: Status | None = None
+
+
+# ---------------------------------------------------------------------------------------- plugins
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfoView, b: QueuedPodInfoView) -> bool: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    """Which cluster events may make a pod this plugin rejected schedulable (queueing hints)."""
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+class PreFilterExtensions(Protocol):
+    """Incremental updates of PreFilter state, used by preemption and nominated pods."""
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, filtered_node_status: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]: ...
+
+    def score_extensions(self) -> ScoreExtensions | None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Must be idempotent: it may run for a pod whose reserve never ran or already unreserved."""
+        ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """Return (status, timeout seconds). A WAIT status holds the pod up to the timeout."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+# -------------------------------------------------------------------------------- what plugins see
+
+
+class QueuedPodInfoView(Protocol):
+    """What QueueSort compares: the pod and when it (first) entered the queue."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+
+class WaitingPod(Protocol):
+    """A pod held in Permit. Other plugins may allow or reject it through the handle."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class SnapshotLister(Protocol):
+    """The cycle's view of the cluster: every node with its pods, assumed pods included."""
+
+    def list(self) -> Sequence[NodeInfo]: ...
+
+    def get(self, node_name: str) -> NodeInfo | None: ...
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+    def num_nodes_with_image(self, image: str) -> int: ...
+
+
+class ClusterObjects(Protocol):
+    """Read access to the other objects plugins consult, kept current by watches.
+    Each ``get`` returns the object's API JSON (read-only by convention) or None."""
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+
+
+class Handle(Protocol):
+    """What the framework gives a plugin factory."""
+
+    @property
+    def snapshot(self) -> SnapshotLister: ...
+
+    @property
+    def objects(self) -> ClusterObjects: ...
+
+    @property
+    def client(self) -> Any:
+        """The API boundary (``pyscheduler.client.api.Api``); only for the rare plugin that writes."""
+        ...
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def now(self) -> float:
+        """The framework clock (monotonic seconds); plugins must not read the wall clock."""
+        ...

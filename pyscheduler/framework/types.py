@@ -1,0 +1,708 @@
+"""The records the scheduler reasons about: Pod, Node, Resource, PodInfo, NodeInfo.
+
+Design
+------
+The API server speaks JSON; the scheduler only needs a small part of each object. ``Pod.from_dict`` and
+``Node.from_dict`` turn the API's JSON (as parsed by orjson) into slotted, read-only records that keep
+exactly what scheduling reads, and precompute what every cycle would otherwise recompute (the pod's
+effective requests, its host ports, its PVC names). Fields whose shape plugins interpret themselves
+(``affinity``, ``topology_spread_constraints``, ``volumes``) are kept as the API's own JSON.
+
+``NodeInfo`` aggregates a node and the pods on it (the cache's unit); it is mutable and cloned into the
+per-cycle snapshot. Every mutation bumps ``generation`` so the snapshot can copy only what changed.
+
+Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyscheduler.framework.quantity import QuantityError, int_value, milli_value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# kube-scheduler's defaults for containers that request nothing, used only when scoring
+# (pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+JSON = dict[str, Any]
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    """A process-wide increasing number; NodeInfo stamps each change with one."""
+    return next(_generation)
+
+
+class MalformedObject(ValueError):
+    """An API object the scheduler cannot interpret (bad quantity, wrong type). The pod stays pending."""
+
+
+# --------------------------------------------------------------------------------------------- Resource
+
+
+class Resource:
+    """An amount of compute resources: CPU in millicores, memory and storage in bytes, plus pods and
+    extended resources (``scalar``). Mutable: NodeInfo adds and subtracts pods in place."""
+
+    __slots__ = ("allowed_pod_number", "ephemeral_storage", "memory", "milli_cpu", "scalar")
+
+    def __init__(
+        self,
+        milli_cpu: int = 0,
+        memory: int = 0,
+        ephemeral_storage: int = 0,
+        allowed_pod_number: int = 0,
+        scalar: dict[str, int] | None = None,
+    ) -> None:
+        self.milli_cpu = milli_cpu
+        self.memory = memory
+        self.ephemeral_storage = ephemeral_storage
+        self.allowed_pod_number = allowed_pod_number
+        self.scalar: dict[str, int] = dict(scalar) if scalar else {}
+
+    @classmethod
+    def from_list(cls, resources: Mapping[str, Any] | None) -> Resource:
+        """Parse a ResourceList (``{"cpu": "100m", "memory": "1Gi", "pods": "110"}``)."""
+        r = cls()
+        if not resources:
+            return r
+        for name, qty in resources.items():
+            try:
+                if name == CPU:
+                    r.milli_cpu = milli_value(qty)
+                elif name == MEMORY:
+                    r.memory = int_value(qty)
+                elif name == EPHEMERAL_STORAGE:
+                    r.ephemeral_storage = int_value(qty)
+                elif name == PODS:
+                    r.allowed_pod_number = int_value(qty)
+                else:
+                    r.scalar[name] = int_value(qty)
+            except (QuantityError, TypeError) as e:
+                raise MalformedObject(f"resource {name!r}: {e}") from e
+        return r
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def set(self, name: str, value: int) -> None:
+        if name == CPU:
+            self.milli_cpu = value
+        elif name == MEMORY:
+            self.memory = value
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = value
+        elif name == PODS:
+            self.allowed_pod_number = value
+        else:
+            self.scalar[name] = value
+
+    def names(self) -> Iterator[str]:
+        """Names of the resources this value mentions (cpu and memory always)."""
+        yield CPU
+        yield MEMORY
+        if self.ephemeral_storage:
+            yield EPHEMERAL_STORAGE
+        yield from self.scalar
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + v
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) - v
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        self.allowed_pod_number = max(self.allowed_pod_number, other.allowed_pod_number)
+        for k, v in other.scalar.items():
+            self.scalar[k] = max(self.scalar.get(k, 0), v)
+
+    def clone(self) -> Resource:
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, self.scalar)
+
+    def is_zero(self) -> bool:
+        return not (
+            self.milli_cpu or self.memory or self.ephemeral_storage or any(v for v in self.scalar.values())
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return (
+            self.milli_cpu == other.milli_cpu
+            and self.memory == other.memory
+            and self.ephemeral_storage == other.ephemeral_storage
+            and self.allowed_pod_number == other.allowed_pod_number
+            and {k: v for k, v in self.scalar.items() if v} == {k: v for k, v in other.scalar.items() if v}
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        parts = [f"cpu={self.milli_cpu}m", f"memory={self.memory}"]
+        if self.ephemeral_storage:
+            parts.append(f"ephemeral-storage={self.ephemeral_storage}")
+        if self.allowed_pod_number:
+            parts.append(f"pods={self.allowed_pod_number}")
+        parts.extend(f"{k}={v}" for k, v in sorted(self.scalar.items()))
+        return f"Resource({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------------------------- Pod
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    image: str = ""
+    requests: Resource = field(default_factory=Resource, compare=False)
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str = ""  # "Always" marks a sidecar (restartable init container)
+
+    @classmethod
+    def from_dict(cls, c: JSON) -> Container:
+        res = c.get("resources") or {}
+        requests = res.get("requests")
+        limits = res.get("limits")
+        if limits and not requests:
+            # The API server defaults requests to limits; do the same for objects not yet defaulted.
+            requests = limits
+        elif limits:
+            requests = {**{k: v for k, v in limits.items() if k not in requests}, **requests}
+        ports = tuple(
+            ContainerPort(
+                container_port=int(p.get("containerPort", 0)),
+                host_port=int(p.get("hostPort", 0) or 0),
+                protocol=p.get("protocol") or "TCP",
+                host_ip=p.get("hostIP") or "",
+            )
+            for p in (c.get("ports") or ())
+        )
+        return cls(
+            name=c.get("name", ""),
+            image=c.get("image", ""),
+            requests=Resource.from_list(requests),
+            ports=ports,
+            restart_policy=c.get("restartPolicy") or "",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """kube's ToleratesTaint: empty effect matches all effects, empty key with Exists matches all keys."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+    @classmethod
+    def from_dict(cls, t: JSON) -> Toleration:
+        secs = t.get("tolerationSeconds")
+        return cls(
+            key=t.get("key") or "",
+            operator=t.get("operator") or "Equal",
+            value=t.get("value") or "",
+            effect=t.get("effect") or "",
+            toleration_seconds=int(secs) if secs is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """What the scheduler keeps of a v1 Pod. Build with ``Pod.from_dict`` (API JSON) or the test builders."""
+
+    uid: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    creation_timestamp: float = 0.0
+    resource_version: str = ""
+    phase: str = "Pending"
+    deleting: bool = False
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Resource | None = field(default=None, compare=False)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: JSON | None = field(default=None, compare=False)
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[JSON, ...] = field(default=(), compare=False)
+    volumes: tuple[JSON, ...] = field(default=(), compare=False)
+    scheduling_gates: tuple[str, ...] = ()
+    nominated_node_name: str = ""
+    host_network: bool = False
+    owner_references: tuple[OwnerReference, ...] = ()
+    # PodScheduled condition as last written (status, reason, message) so status patches can be skipped
+    scheduled_condition: tuple[str, str, str] | None = None
+    # Derived at construction (see __post_init__); not compared.
+    requests: Resource = field(default_factory=Resource, compare=False, init=False)
+    non_zero_requests: Resource = field(default_factory=Resource, compare=False, init=False)
+
+    def __post_init__(self) -> None:
+        req, nz = _pod_requests(self)
+        object.__setattr__(self, "requests", req)
+        object.__setattr__(self, "non_zero_requests", nz)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def pvc_names(self) -> tuple[str, ...]:
+        return tuple(
+            v["persistentVolumeClaim"]["claimName"]
+            for v in self.volumes
+            if isinstance(v.get("persistentVolumeClaim"), dict) and v["persistentVolumeClaim"].get("claimName")
+        )
+
+    @property
+    def host_ports(self) -> tuple[ContainerPort, ...]:
+        """Ports with a hostPort, from init and regular containers."""
+        return tuple(p for c in (*self.init_containers, *self.containers) for p in c.ports if p.host_port > 0)
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return tuple(c.image for c in (*self.init_containers, *self.containers) if c.image)
+
+    def controller_ref(self) -> OwnerReference | None:
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> Pod:
+        """Build from v1 Pod JSON. Raises MalformedObject when a field cannot be interpreted; the
+        result still identifies the pod (see ``identify``) so the caller can report it."""
+        try:
+            meta = obj.get("metadata") or {}
+            spec = obj.get("spec") or {}
+            status = obj.get("status") or {}
+            cond = None
+            for c in status.get("conditions") or ():
+                if c.get("type") == "PodScheduled":
+                    cond = (c.get("status", ""), c.get("reason", ""), c.get("message", ""))
+            overhead = spec.get("overhead")
+            return cls(
+                uid=meta.get("uid", ""),
+                namespace=meta.get("namespace", "default"),
+                name=meta.get("name", ""),
+                labels=meta.get("labels") or {},
+                annotations=meta.get("annotations") or {},
+                node_name=spec.get("nodeName") or "",
+                scheduler_name=spec.get("schedulerName") or "default-scheduler",
+                priority=int(spec.get("priority") or 0),
+                preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+                creation_timestamp=parse_time(meta.get("creationTimestamp")),
+                resource_version=meta.get("resourceVersion", ""),
+                phase=status.get("phase") or "Pending",
+                deleting=bool(meta.get("deletionTimestamp")),
+                containers=tuple(Container.from_dict(c) for c in spec.get("containers") or ()),
+                init_containers=tuple(Container.from_dict(c) for c in spec.get("initContainers") or ()),
+                overhead=Resource.from_list(overhead) if overhead else None,
+                node_selector=spec.get("nodeSelector") or {},
+                affinity=spec.get("affinity") or None,
+                tolerations=tuple(Toleration.from_dict(t) for t in spec.get("tolerations") or ()),
+                topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
+                volumes=tuple(spec.get("volumes") or ()),
+                scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
+                nominated_node_name=status.get("nominatedNodeName") or "",
+                host_network=bool(spec.get("hostNetwork")),
+                owner_references=tuple(
+                    OwnerReference(r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller")))
+                    for r in meta.get("ownerReferences") or ()
+                ),
+                scheduled_condition=cond,
+            )
+        except MalformedObject:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise MalformedObject(str(e)) from e
+
+
+def identify(obj: JSON) -> tuple[str, str, str]:
+    """(namespace, name, uid) of any object JSON, however malformed its spec."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return ("", "", "")
+    return (str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", "")))
+
+
+def parse_time(value: str | None) -> float:
+    """RFC 3339 timestamp (as the API writes it) to epoch seconds; 0 when absent."""
+    if not value:
+        return 0.0
+    from datetime import datetime
+
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _pod_requests(pod: Pod) -> tuple[Resource, Resource]:
+    """The pod's effective requests, as kube's resourcehelper.PodRequests computes them:
+    max(sum(containers) + sum(sidecars), max over init containers of (init + sidecars started before
+    it)) + overhead; plus the same with scoring's non-zero defaults for cpu and memory."""
+    req = Resource()
+    nz = Resource()
+    for c in pod.containers:
+        req.add(c.requests)
+        nz.add(_non_zero(c.requests))
+    sidecars = Resource()
+    sidecars_nz = Resource()
+    init_max = Resource()
+    init_max_nz = Resource()
+    for c in pod.init_containers:
+        if c.restart_policy == "Always":
+            req.add(c.requests)
+            nz.add(_non_zero(c.requests))
+            sidecars.add(c.requests)
+            sidecars_nz.add(_non_zero(c.requests))
+            eff, eff_nz = sidecars.clone(), sidecars_nz.clone()
+        else:
+            eff = c.requests.clone()
+            eff.add(sidecars)
+            eff_nz = _non_zero(c.requests)
+            eff_nz.add(sidecars_nz)
+        init_max.set_max(eff)
+        init_max_nz.set_max(eff_nz)
+    req.set_max(init_max)
+    nz.set_max(init_max_nz)
+    if pod.overhead is not None:
+        req.add(pod.overhead)
+        nz.add(pod.overhead)
+    return req, nz
+
+
+def _non_zero(r: Resource) -> Resource:
+    out = Resource(
+        r.milli_cpu or DEFAULT_MILLI_CPU_REQUEST,
+        r.memory or DEFAULT_MEMORY_REQUEST,
+    )
+    return out
+
+
+# --------------------------------------------------------------------------------------------- Node
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def __str__(self) -> str:
+        # kube-scheduler's message form: {key: value}
+        return f"{{{self.key}: {self.value}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerImage:
+    names: tuple[str, ...]
+    size_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """What the scheduler keeps of a v1 Node."""
+
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: Resource = field(default_factory=Resource, compare=False)
+    images: tuple[ContainerImage, ...] = ()
+    resource_version: str = ""
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> Node:
+        try:
+            meta = obj.get("metadata") or {}
+            spec = obj.get("spec") or {}
+            status = obj.get("status") or {}
+            return cls(
+                name=meta.get("name", ""),
+                uid=meta.get("uid", ""),
+                labels=meta.get("labels") or {},
+                annotations=meta.get("annotations") or {},
+                taints=tuple(
+                    Taint(t.get("key", ""), t.get("value") or "", t.get("effect") or "")
+                    for t in spec.get("taints") or ()
+                ),
+                unschedulable=bool(spec.get("unschedulable")),
+                allocatable=Resource.from_list(status.get("allocatable") or status.get("capacity") or {}),
+                images=tuple(
+                    ContainerImage(tuple(i.get("names") or ()), int(i.get("sizeBytes") or 0))
+                    for i in status.get("images") or ()
+                ),
+                resource_version=meta.get("resourceVersion", ""),
+            )
+        except MalformedObject:
+            raise
+        except (TypeError, ValueError, AttributeError) as e:
+            raise MalformedObject(str(e)) from e
+
+
+# --------------------------------------------------------------------------------------------- PodInfo
+
+
+class PodInfo:
+    """A pod plus what plugins derive from it once (``memo``: a per-pod cache plugins may fill, keyed
+    by plugin name). Built once per pod version and shared by the queue, the cache and the snapshot."""
+
+    __slots__ = ("has_affinity", "has_required_anti_affinity", "memo", "pod")
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.memo: dict[str, Any] = {}
+        aff = pod.affinity or {}
+        pa = aff.get("podAffinity") or {}
+        paa = aff.get("podAntiAffinity") or {}
+        self.has_affinity = bool(pa or paa)
+        self.has_required_anti_affinity = bool(paa.get("requiredDuringSchedulingIgnoredDuringExecution"))
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.pod.key})"
+
+
+# --------------------------------------------------------------------------------------------- NodeInfo
+
+WILDCARD_IP = "0.0.0.0"
+
+
+class HostPortInfo:
+    """Host ports in use on a node: ip -> {(protocol, port)}. 0.0.0.0 conflicts with every ip."""
+
+    __slots__ = ("_ports",)
+
+    def __init__(self) -> None:
+        self._ports: dict[str, set[tuple[str, int]]] = {}
+
+    @staticmethod
+    def _norm(ip: str, protocol: str) -> tuple[str, str]:
+        return (ip or WILDCARD_IP, protocol or "TCP")
+
+    def add(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._norm(ip, protocol)
+        self._ports.setdefault(ip, set()).add((protocol, port))
+
+    def remove(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._norm(ip, protocol)
+        s = self._ports.get(ip)
+        if s is not None:
+            s.discard((protocol, port))
+            if not s:
+                del self._ports[ip]
+
+    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
+        if port <= 0:
+            return False
+        ip, protocol = self._norm(ip, protocol)
+        pp = (protocol, port)
+        if ip == WILDCARD_IP:
+            return any(pp in s for s in self._ports.values())
+        return pp in self._ports.get(ip, ()) or pp in self._ports.get(WILDCARD_IP, ())
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._ports.values())
+
+    def clone(self) -> HostPortInfo:
+        h = HostPortInfo()
+        h._ports = {k: set(v) for k, v in self._ports.items()}
+        return h
+
+
+@dataclass(frozen=True, slots=True)
+class ImageStateSummary:
+    size: int
+    num_nodes: int
+
+
+class NodeInfo:
+    """A node and the pods assigned (or assumed) to it, with running totals.
+
+    ``requested`` counts each pod's effective requests (init containers, sidecars and overhead
+    included); ``non_zero_requested`` the same with scoring's defaults for pods that request no cpu or
+    memory. ``image_states`` maps every image name on the node to its size and the number of nodes in
+    the cluster that have it (filled by the snapshot).
+    """
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_states",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: Node | None = None, pods: Iterable[PodInfo | Pod] = ()) -> None:
+        self.node: Node | None = None
+        self.allocatable = Resource()
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.used_ports = HostPortInfo()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.generation = next_generation()
+        if node is not None:
+            self.set_node(node)
+        for p in pods:
+            self.add_pod(p)
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = node.allocatable.clone()
+        if not self.image_states:
+            self.image_states = {
+                n: ImageStateSummary(img.size_bytes, 1) for img in node.images for n in img.names
+            }
+        self.generation = next_generation()
+
+    def add_pod(self, p: PodInfo | Pod) -> PodInfo:
+        pi = p if isinstance(p, PodInfo) else PodInfo(p)
+        pod = pi.pod
+        self.pods.append(pi)
+        if pi.has_affinity:
+            self.pods_with_affinity.append(pi)
+        if pi.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity.append(pi)
+        self.requested.add(pod.requests)
+        self.requested.allowed_pod_number += 1
+        self.non_zero_requested.milli_cpu += pod.non_zero_requests.milli_cpu
+        self.non_zero_requested.memory += pod.non_zero_requests.memory
+        for port in pod.host_ports:
+            self.used_ports.add(port.host_ip, port.protocol, port.host_port)
+        for claim in pod.pvc_names:
+            key = f"{pod.namespace}/{claim}"
+            self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
+        self.generation = next_generation()
+        return pi
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Remove the pod with this uid; False if it is not here."""
+        for i, pi in enumerate(self.pods):
+            if pi.pod.uid == pod.uid:
+                break
+        else:
+            return False
+        del self.pods[i]
+        old = pi.pod
+        self.pods_with_affinity = [x for x in self.pods_with_affinity if x.pod.uid != old.uid]
+        self.pods_with_required_anti_affinity = [
+            x for x in self.pods_with_required_anti_affinity if x.pod.uid != old.uid
+        ]
+        self.requested.sub(old.requests)
+        self.requested.allowed_pod_number -= 1
+        self.non_zero_requested.milli_cpu -= old.non_zero_requests.milli_cpu
+        self.non_zero_requested.memory -= old.non_zero_requests.memory
+        for port in old.host_ports:
+            self.used_ports.remove(port.host_ip, port.protocol, port.host_port)
+        for claim in old.pvc_names:
+            key = f"{old.namespace}/{claim}"
+            n = self.pvc_ref_counts.get(key, 0) - 1
+            if n > 0:
+                self.pvc_ref_counts[key] = n
+            else:
+                self.pvc_ref_counts.pop(key, None)
+        self.generation = next_generation()
+        return True
+
+    def clone(self) -> NodeInfo:
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.allocatable = self.allocatable.clone()
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.used_ports = self.used_ports.clone()
+        c.image_states = dict(self.image_states)
+        c.pvc_ref_counts = dict(self.pvc_ref_counts)
+        c.generation = self.generation
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)}, requested={self.requested!r})"
