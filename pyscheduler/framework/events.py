@@ -65,8 +65,11 @@ class ClusterEvent:
     def matches(self, registered: ClusterEvent) -> bool:
         """True if this (concrete) event is covered by a registered event."""
         if registered.resource != Resource.WILDCARD and registered.resource != self.resource:
-            # an assigned-pod event is also a pod event
-            if not (registered.resource == Resource.POD and self.resource == Resource.ASSIGNED_POD):
+            # assigned-pod and unscheduled-pod events are also pod events
+            if not (
+                registered.resource == Resource.POD
+                and self.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
+            ):
                 return False
         return bool(registered.action & self.action)
 

@@ -205,7 +205,7 @@ class Container:
         if limits and not requests:
             # The API server defaults requests to limits; do the same for objects not yet defaulted.
             requests = limits
-        elif limits:
+        elif limits and requests:
             requests = {**{k: v for k, v in limits.items() if k not in requests}, **requests}
         ports = tuple(
             ContainerPort(
@@ -322,8 +322,9 @@ class Pod:
 
     @property
     def host_ports(self) -> tuple[ContainerPort, ...]:
-        """Ports with a hostPort, from init and regular containers."""
-        return tuple(p for c in (*self.init_containers, *self.containers) for p in c.ports if p.host_port > 0)
+        """Ports with a hostPort, from sidecars (restartable init containers) and regular containers."""
+        sidecars = tuple(c for c in self.init_containers if c.restart_policy == "Always")
+        return tuple(p for c in (*sidecars, *self.containers) for p in c.ports if p.host_port > 0)
 
     @property
     def images(self) -> tuple[str, ...]:

@@ -1,0 +1,673 @@
+"""The framework runtime: runs one profile's plugins at each extension point, in order.
+
+Design
+------
+``Framework`` is built per profile from plugin instances and the profile's resolved plugin lists (which
+plugins run at which extension point, in which order, with which score weight). It owns the semantics
+that plugins rely on, as kube-scheduler's ``frameworkImpl`` does:
+
+- exceptions raised by a plugin become ``Error`` statuses naming the plugin, never a crash;
+- PreFilter: a Skip excludes that plugin's Filter for this pod; results are intersected; a rejection
+  ends the cycle; PreFilter results that leave no node report which plugins narrowed the set;
+- Filter: plugins in order, the first non-success decides the node (Error is fatal for the cycle);
+- PostFilter: runs only when no node fits; first success or first non-Unschedulable status wins;
+- Score: per plugin per node (0..100), NormalizeScore, then times the weight; Skip in PreScore
+  excludes the plugin's Score;
+- Reserve in order, Unreserve of every reserve plugin in reverse order on failure (idempotent);
+- Permit: any rejection rejects; WAIT registers a waiting pod with the shortest timeout per plugin;
+- Bind: the first plugin that does not return Skip binds.
+
+It does no I/O itself; plugins that write go through the handle's client. Timing of each extension
+point goes to an optional ``metrics`` observer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pyscheduler.framework.clock import Clock
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    ClusterObjects,
+    Diagnosis,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeScore,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueuedPodInfoView,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    SnapshotLister,
+)
+from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
+
+EXTENSION_POINTS = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+
+_PROTOCOLS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+
+def extension_points_of(plugin_type: type | object) -> set[str]:
+    """The extension points a plugin class (or instance) implements, by its methods."""
+    methods = {
+        "preEnqueue": "pre_enqueue",
+        "queueSort": "less",
+        "preFilter": "pre_filter",
+        "filter": "filter",
+        "postFilter": "post_filter",
+        "preScore": "pre_score",
+        "score": "score",
+        "reserve": "reserve",
+        "permit": "permit",
+        "preBind": "pre_bind",
+        "bind": "bind",
+        "postBind": "post_bind",
+    }
+    return {ep for ep, m in methods.items() if callable(getattr(plugin_type, m, None))}
+
+
+class MetricsObserver(Protocol):
+    def extension_point(self, extension_point: str, status: Code, profile: str, seconds: float) -> None: ...
+
+    def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None: ...
+
+
+class Nominator(Protocol):
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+@dataclass
+class ProfilePlugins:
+    """Which plugin runs at which extension point, in order, and score weights."""
+
+    points: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    weights: dict[str, int] = field(default_factory=dict)
+
+
+class FrameworkHandle:
+    """What plugins receive (the ``Handle`` protocol). One per scheduler, shared by its profiles; the
+    scheduler points ``snapshot`` at the current cycle's snapshot and fills ``framework`` per profile
+    through ``for_profile``."""
+
+    def __init__(
+        self,
+        *,
+        snapshot: SnapshotLister,
+        objects: ClusterObjects | None,
+        client: Any,
+        waiting_pods: WaitingPods,
+        nominator: Nominator | None,
+        clock: Clock,
+        framework: Framework | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._objects = objects
+        self._client = client
+        self.waiting_pods = waiting_pods
+        self.nominator = nominator
+        self.clock = clock
+        self.framework = framework
+        self.extra: dict[str, Any] = dict(extra or {})
+
+    def for_profile(self, framework: Framework | None) -> FrameworkHandle:
+        h = FrameworkHandle(
+            snapshot=self._snapshot, objects=self._objects, client=self._client, waiting_pods=self.waiting_pods,
+            nominator=self.nominator, clock=self.clock, framework=framework, extra=self.extra,
+        )
+        h._parent = self  # type: ignore[attr-defined]
+        return h
+
+    @property
+    def snapshot(self) -> SnapshotLister:
+        parent = getattr(self, "_parent", None)
+        return parent.snapshot if parent is not None else self._snapshot
+
+    def set_snapshot(self, snapshot: SnapshotLister) -> None:
+        self._snapshot = snapshot
+
+    @property
+    def objects(self) -> ClusterObjects:
+        assert self._objects is not None, "no cluster object store configured"
+        return self._objects
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPod]:
+        return iter(self.waiting_pods)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return self.waiting_pods.reject(uid, "", "removed")
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self.nominator.nominated_pods_for_node(node_name) if self.nominator else []
+
+    def _fw(self) -> Framework:
+        assert self.framework is not None, "handle is not bound to a profile"
+        return self.framework
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self._fw().run_filter_plugins_with_nominated_pods(state, pod, node_info)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._fw().run_pre_filter_extension_add_pod(state, pod_to_schedule, pod_to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._fw().run_pre_filter_extension_remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+
+    def now(self) -> float:
+        return self.clock.now()
+
+
+def _err(plugin: str, point: str, e: BaseException) -> Status:
+    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {e}',), plugin, e)
+
+
+class Framework:
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: Mapping[str, Any],
+        config: ProfilePlugins,
+        handle: FrameworkHandle,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+        metrics: MetricsObserver | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.plugins = dict(plugins)
+        self.config = config
+        if handle.framework is None:
+            handle.framework = self
+            self.handle = handle
+        else:
+            self.handle = handle.for_profile(self)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.metrics = metrics
+
+        def at(point: str) -> list[Any]:
+            out = []
+            for name in config.points.get(point, ()):
+                p = self.plugins[name]
+                if not isinstance(p, _PROTOCOLS[point]):
+                    raise TypeError(f"plugin {name} does not implement {point}")
+                out.append(p)
+            return out
+
+        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = at("preEnqueue")
+        qs = at("queueSort")
+        self.queue_sort_plugin: QueueSortPlugin | None = qs[0] if qs else None
+        self.pre_filter_plugins: list[PreFilterPlugin] = at("preFilter")
+        self.filter_plugins: list[FilterPlugin] = at("filter")
+        self.post_filter_plugins: list[PostFilterPlugin] = at("postFilter")
+        self.pre_score_plugins: list[PreScorePlugin] = at("preScore")
+        self.score_plugins: list[ScorePlugin] = at("score")
+        self.reserve_plugins: list[ReservePlugin] = at("reserve")
+        self.permit_plugins: list[PermitPlugin] = at("permit")
+        self.pre_bind_plugins: list[PreBindPlugin] = at("preBind")
+        self.bind_plugins: list[BindPlugin] = at("bind")
+        self.post_bind_plugins: list[PostBindPlugin] = at("postBind")
+        self.weights = {p.name: config.weights.get(p.name, 1) for p in self.score_plugins}
+
+    # ---------------------------------------------------------------------------------- metrics
+    def _observe(self, point: str, status: Status | None, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.extension_point(
+                point, status.code if status else Code.SUCCESS, self.profile_name, time.perf_counter() - start
+            )
+
+    # ---------------------------------------------------------------------------------- queue
+    def less(self, a: QueuedPodInfoView, b: QueuedPodInfoView) -> bool:
+        assert self.queue_sort_plugin is not None
+        return self.queue_sort_plugin.less(a, b)
+
+    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
+        for p in self.pre_enqueue_plugins:
+            try:
+                s = p.pre_enqueue(pod)
+            except Exception as e:
+                return _err(p.name, "PreEnqueue", e)
+            if s is not None and not s.is_success():
+                return s.with_plugin(p.name)
+        return None
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for name, p in self.plugins.items():
+            if isinstance(p, EnqueueExtensions):
+                try:
+                    out[name] = list(p.events_to_register())
+                except Exception:  # a plugin bug must not stop the scheduler
+                    out[name] = []
+        return out
+
+    # ---------------------------------------------------------------------------------- filtering
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Returns (merged result, status, plugins that rejected or narrowed the node set)."""
+        start = time.perf_counter()
+        result: PreFilterResult | None = None
+        narrowed: set[str] = set()
+        rejected: set[str] = set()
+        status: Status | None = None
+        for p in self.pre_filter_plugins:
+            try:
+                r, s = p.pre_filter(state, pod, nodes)
+            except Exception as e:
+                status = _err(p.name, "PreFilter", e)
+                break
+            if s is not None and s.is_skip():
+                state.skip_filter_plugins.add(p.name)
+                continue
+            if s is not None and not s.is_success():
+                s = s.with_plugin(p.name)
+                if s.is_rejected():
+                    rejected.add(p.name)
+                status = s
+                break
+            if r is not None and not r.all_nodes():
+                narrowed.add(p.name)
+                result = r if result is None else result.merge(r)
+                if result.node_names is not None and not result.node_names:
+                    status = Status.unschedulable(
+                        f"node(s) didn't satisfy plugin(s) {_go_list(sorted(narrowed))} simultaneously"
+                        if len(narrowed) > 1
+                        else f"node(s) didn't satisfy plugin {next(iter(narrowed))}",
+                    )
+                    rejected |= narrowed
+                    break
+        self._observe("PreFilter", status, start)
+        return result, status, rejected | narrowed
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        skip = state.skip_filter_plugins
+        for p in self.filter_plugins:
+            if skip and p.name in skip:
+                continue
+            try:
+                s = p.filter(state, pod, node_info)
+            except Exception as e:
+                return _err(p.name, "Filter", e)
+            if s is not None and s.code != Code.SUCCESS:
+                return s if s.plugin == p.name else s.with_plugin(p.name)
+        return None
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """kube's RunFilterPluginsWithNominatedPods: if pods of equal or higher priority are nominated to
+        this node, the pod must fit both with and without them (they may not land there after all)."""
+        nominated = [
+            pi
+            for pi in self.handle.nominated_pods_for_node(node_info.name)
+            if pi.pod.uid != pod.uid and pi.pod.priority >= pod.priority
+        ]
+        if not nominated:
+            return self.run_filter_plugins(state, pod, node_info)
+        for with_nominated in (True, False):
+            if with_nominated:
+                st = state.clone()
+                ni = node_info.clone()
+                for pi in nominated:
+                    ni.add_pod(pi)
+                    s = self.run_pre_filter_extension_add_pod(st, pod, pi, ni)
+                    if s is not None and not s.is_success():
+                        return s
+                s = self.run_filter_plugins(st, pod, ni)
+            else:
+                s = self.run_filter_plugins(state, pod, node_info)
+            if s is not None and not s.is_success():
+                return s
+        return None
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                s = ext.add_pod(state, pod_to_schedule, pod_to_add, node_info)
+            except Exception as e:
+                return _err(p.name, "AddPod", e)
+            if s is not None and not s.is_success():
+                return s.with_plugin(p.name)
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if ext is None:
+                continue
+            try:
+                s = ext.remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+            except Exception as e:
+                return _err(p.name, "RemovePod", e)
+            if s is not None and not s.is_success():
+                return s.with_plugin(p.name)
+        return None
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: Pod, filtered: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        start = time.perf_counter()
+        reasons: list[str] = []
+        result: PostFilterResult | None = None
+        final: Status | None = None
+        for p in self.post_filter_plugins:
+            try:
+                r, s = p.post_filter(state, pod, filtered)
+            except Exception as e:
+                final = _err(p.name, "PostFilter", e)
+                break
+            if s is None or s.is_success():
+                final = Status.success()
+                result = r
+                break
+            if s.code != Code.UNSCHEDULABLE:
+                final = s.with_plugin(p.name)
+                result = r
+                break
+            reasons.extend(s.reasons)
+            if r is not None:
+                result = r
+        if final is None:
+            final = Status.unschedulable(*reasons)
+        self._observe("PostFilter", final, start)
+        return result, final
+
+    # ---------------------------------------------------------------------------------- scoring
+    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        for p in self.pre_score_plugins:
+            try:
+                s = p.pre_score(state, pod, nodes)
+            except Exception as e:
+                status = _err(p.name, "PreScore", e)
+                break
+            if s is not None and s.is_skip():
+                state.skip_score_plugins.add(p.name)
+                continue
+            if s is not None and not s.is_success():
+                status = s.with_plugin(p.name)
+                break
+        self._observe("PreScore", status, start)
+        return status
+
+    def run_score_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[tuple[str, int, dict[str, int]]], Status | None]:
+        """Per node: (name, weighted total, weighted score per plugin)."""
+        start = time.perf_counter()
+        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
+        per_plugin: dict[str, list[NodeScore]] = {}
+        for p in plugins:
+            scores: list[NodeScore] = []
+            score = p.score
+            try:
+                for ni in nodes:
+                    v, s = score(state, pod, ni)
+                    if s is not None and not s.is_success():
+                        st = s.with_plugin(p.name)
+                        self._observe("Score", st, start)
+                        return [], st
+                    scores.append(NodeScore(ni.name, v))
+                ext = p.score_extensions()
+                if ext is not None:
+                    s = ext.normalize_score(state, pod, scores)
+                    if s is not None and not s.is_success():
+                        st = s.with_plugin(p.name)
+                        self._observe("Score", st, start)
+                        return [], st
+            except Exception as e:
+                st = _err(p.name, "Score", e)
+                self._observe("Score", st, start)
+                return [], st
+            w = self.weights.get(p.name, 1)
+            for ns in scores:
+                if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
+                    st = Status.as_error(
+                        f"plugin {p.name!r} returns an invalid score {ns.score}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        p.name,
+                    )
+                    self._observe("Score", st, start)
+                    return [], st
+                ns.score *= w
+            per_plugin[p.name] = scores
+        out: list[tuple[str, int, dict[str, int]]] = []
+        for i, ni in enumerate(nodes):
+            detail = {name: scores[i].score for name, scores in per_plugin.items()}
+            out.append((ni.name, sum(detail.values()), detail))
+        self._observe("Score", None, start)
+        return out, None
+
+    # ---------------------------------------------------------------------------------- reserve/permit
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        for p in self.reserve_plugins:
+            try:
+                s = p.reserve(state, pod, node_name)
+            except Exception as e:
+                status = _err(p.name, "Reserve", e)
+                break
+            if s is not None and not s.is_success():
+                status = s.with_plugin(p.name)
+                break
+        self._observe("Reserve", status, start)
+        return status
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for p in reversed(self.reserve_plugins):
+            try:
+                p.unreserve(state, pod, node_name)
+            except Exception:  # noqa: S112 - unreserve must reach every plugin
+                continue
+
+    def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        timeouts: dict[str, float] = {}
+        status: Status | None = None
+        for p in self.permit_plugins:
+            try:
+                s, timeout = p.permit(state, pod, node_name)
+            except Exception as e:
+                status = _err(p.name, "Permit", e)
+                break
+            if s is None or s.is_success():
+                continue
+            if s.is_wait():
+                timeouts[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            status = s.with_plugin(p.name)
+            if status.is_rejected():
+                status = Status(Code.UNSCHEDULABLE if status.code == Code.PENDING else status.code,
+                                status.reasons, p.name)
+            break
+        if status is None and timeouts:
+            self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock))
+            status = Status.wait(f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+        self._observe("Permit", status, start)
+        return status
+
+    def wait_on_permit(self, pod: Pod) -> Status | None:
+        wp = self.handle.waiting_pods.get(pod.uid)
+        if wp is None:
+            return None
+        try:
+            s = wp.wait()
+        finally:
+            self.handle.waiting_pods.remove(pod.uid)
+        return None if s.is_success() else s
+
+    # ---------------------------------------------------------------------------------- binding
+    def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        for p in self.pre_bind_plugins:
+            if p.name in state.skip_pre_bind_plugins:
+                continue
+            try:
+                s = p.pre_bind(state, pod, node_name)
+            except Exception as e:
+                status = _err(p.name, "PreBind", e)
+                break
+            if s is not None and not s.is_success() and not s.is_skip():
+                status = s.with_plugin(p.name)
+                break
+        self._observe("PreBind", status, start)
+        return status
+
+    def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = Status.skip()
+        for p in self.bind_plugins:
+            try:
+                s = p.bind(state, pod, node_name)
+            except Exception as e:
+                status = _err(p.name, "Bind", e)
+                break
+            if s is not None and s.is_skip():
+                continue
+            status = None if s is None or s.is_success() else s.with_plugin(p.name)
+            break
+        if status is not None and status.is_skip():
+            status = Status.as_error("no bind plugin bound the pod")
+        self._observe("Bind", status, start)
+        return status
+
+    def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for p in self.post_bind_plugins:
+            try:
+                p.post_bind(state, pod, node_name)
+            except Exception:  # noqa: S112 - informational only
+                continue
+
+    # ---------------------------------------------------------------------------------- misc
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter_plugins)
+
+    def list_plugins(self) -> dict[str, list[str]]:
+        return {ep: list(self.config.points.get(ep, ())) for ep in EXTENSION_POINTS if self.config.points.get(ep)}
+
+
+def _go_list(items: Sequence[str]) -> str:
+    """Go's %v of a []string: [a b c]."""
+    return "[" + " ".join(items) + "]"
+
+
+# ------------------------------------------------------------------------------------ fit errors
+
+NO_NODE_AVAILABLE = "0/{n} nodes are available"
+
+
+@dataclass
+class FitError(Exception):
+    """No node fits: the FailedScheduling message users read."""
+
+    pod: Pod
+    num_all_nodes: int
+    diagnosis: Diagnosis
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def message(self) -> str:
+        msg = NO_NODE_AVAILABLE.format(n=self.num_all_nodes) + ":"
+        d = self.diagnosis
+        if d.pre_filter_msg:
+            msg += f" {d.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for st in d.node_to_status.values():
+                for r in st.reasons:
+                    counts[r] = counts.get(r, 0) + 1
+            absent = self.num_all_nodes - len(d.node_to_status)
+            if absent > 0 and d.absent_nodes_status is not None:
+                for r in d.absent_nodes_status.reasons:
+                    counts[r] = counts.get(r, 0) + absent
+            parts = sorted(f"{v} {k}" for k, v in counts.items())
+            if parts:
+                msg += f" {', '.join(parts)}."
+        if d.post_filter_msg:
+            msg += f" {d.post_filter_msg}."
+        return msg
+
+
+def noop(*_: Any) -> None:
+    return None
+
+
+Clocked = Callable[[], float]

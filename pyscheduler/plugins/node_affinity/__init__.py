@@ -1,0 +1,363 @@
+"""NodeAffinity: a pod goes only to nodes matching its nodeSelector and required node affinity, and
+prefers nodes matching its preferred node affinity terms.
+
+Filter: the node must match
+
+1. the profile's ``addedAffinity.requiredDuringSchedulingIgnoredDuringExecution`` if set, else the reason
+   is "node(s) didn't match scheduler-enforced node affinity";
+2. every ``spec.nodeSelector`` label, and
+3. at least one term of ``spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``
+   (a term ANDs its ``matchExpressions`` on labels and ``matchFields`` on ``metadata.name``; a term with
+   neither matches nothing, and so does a required affinity with no terms),
+
+else the reason is "node(s) didn't match Pod's node affinity/selector". Both are UnschedulableAndUnresolvable.
+As in kube, a pod term that does not parse is ignored (the others still count).
+
+PreFilter: Skip (so Filter does not run) when the pod has no nodeSelector, no required node affinity and
+the profile no required ``addedAffinity``. When every required term names nodes with ``matchFields
+metadata.name In [...]``, the result narrows Filter to those nodes (the union over terms of each term's
+intersection); if that set is empty the pod fails with "pod affinity terms conflict"
+(UnschedulableAndUnresolvable).
+
+PreScore/Score: the score of a node is the sum of the weights of the preferred terms it matches, the pod's
+``preferredDuringSchedulingIgnoredDuringExecution`` plus the profile's ``addedAffinity`` preferred terms.
+PreScore returns Skip when there are neither. NormalizeScore is kube's DefaultNormalizeScore:
+``100 * score // max`` (all zero stays zero).
+
+Extension points: PreFilter, Filter, PreScore, Score (+ NormalizeScore), EnqueueExtensions.
+
+Args (``NodeAffinityArgs``):
+
+- ``addedAffinity`` (a v1 NodeAffinity object, default none): applied to every pod of the profile on top of
+  the pod's own; its required part is ANDed with the pod's requirements, its preferred terms add to the
+  score. Validated at load (operators, values, label keys, ``matchFields`` only on ``metadata.name``);
+  errors name the field, e.g.
+  ``args.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator``.
+
+Queueing hint (kube's): Node Add / UpdateNodeLabel queue the pod when the node matches the added affinity
+and the pod's required affinity, and (for an update) did not match it before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    NodeScoreList,
+    PreFilterExtensions,
+    PreFilterResult,
+    ScoreExtensions,
+)
+from pyscheduler.framework.plugin_args import ArgsError
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.selectors import NodeSelectorTerm
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod
+from pyscheduler.plugins.node_affinity.terms import (
+    WeightedTerm,
+    compile_node_selector,
+    compile_preferred,
+    preferred_score,
+    split_error,
+    terms_match,
+)
+
+NAME = "NodeAffinity"
+PRE_FILTER_STATE_KEY = f"PreFilter{NAME}"
+PRE_SCORE_STATE_KEY = f"PreScore{NAME}"
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_ADDED_AFFINITY_KEYS = frozenset({REQUIRED, PREFERRED})
+
+
+# ------------------------------------------------------------------------------------------ args
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    """``addedAffinity``: a v1 NodeAffinity applied to all pods of the profile (None: none)."""
+
+    added_affinity: JSON | None = None
+
+    def validate(self, path: str) -> None:
+        compile_added_affinity(self.added_affinity, f"{path}.addedAffinity")
+
+
+@dataclass(frozen=True, slots=True)
+class AddedAffinity:
+    """``required`` None: no enforced selector; ``preferred`` None: no added preferred terms."""
+
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    preferred: tuple[WeightedTerm, ...] | None = None
+
+
+def compile_added_affinity(raw: Mapping[str, Any] | None, where: str) -> AddedAffinity:
+    """Parse ``addedAffinity``; ArgsError naming the first bad field."""
+    if raw is None:
+        return AddedAffinity()
+    if not isinstance(raw, Mapping):
+        raise ArgsError(where, f"must be an object, got {type(raw).__name__}")
+    for k in raw:
+        if k not in _ADDED_AFFINITY_KEYS:
+            raise ArgsError(
+                f"{where}.{k}", f"unknown field; known fields: {', '.join(sorted(_ADDED_AFFINITY_KEYS))}"
+            )
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    preferred: tuple[WeightedTerm, ...] | None = None
+    if raw.get(REQUIRED) is not None:
+        required, errors = compile_node_selector(raw[REQUIRED], f"{where}.{REQUIRED}", strict=True)
+        if errors:
+            raise ArgsError(*split_error(errors[0]))
+    raw_preferred = raw.get(PREFERRED)
+    if raw_preferred is not None and not isinstance(raw_preferred, list | tuple):
+        raise ArgsError(f"{where}.{PREFERRED}", f"must be a list, got {type(raw_preferred).__name__}")
+    if raw_preferred:
+        preferred, errors = compile_preferred(raw[PREFERRED], f"{where}.{PREFERRED}", strict=True)
+        if errors:
+            raise ArgsError(*split_error(errors[0]))
+    return AddedAffinity(required, preferred)
+
+
+# ------------------------------------------------------------------------------- pod's affinity
+
+
+def _node_affinity(pod: Pod) -> Mapping[str, Any]:
+    aff = pod.affinity
+    if not aff:
+        return {}
+    na = aff.get("nodeAffinity")
+    return na if isinstance(na, Mapping) else {}
+
+
+class RequiredNodeAffinity:
+    """A pod's nodeSelector AND its required node affinity (kube's nodeaffinity.RequiredNodeAffinity).
+    ``terms`` is None when the pod has no required node affinity; ``errors`` are its terms that did not
+    parse (they never match)."""
+
+    __slots__ = ("errors", "selector", "terms")
+
+    def __init__(
+        self,
+        selector: tuple[tuple[str, str], ...],
+        terms: tuple[NodeSelectorTerm, ...] | None,
+        errors: tuple[str, ...] = (),
+    ) -> None:
+        self.selector = selector
+        self.terms = terms
+        self.errors = errors
+
+    @classmethod
+    def of(cls, pod: Pod) -> RequiredNodeAffinity:
+        selector = tuple((str(k), str(v)) for k, v in pod.node_selector.items())
+        required = _node_affinity(pod).get(REQUIRED)
+        if required is None:
+            return cls(selector, None)
+        terms, errors = compile_node_selector(required, f"spec.affinity.nodeAffinity.{REQUIRED}")
+        return cls(selector, terms, errors)
+
+    def matches(self, node: Node) -> bool:
+        labels = node.labels
+        for k, v in self.selector:
+            if labels.get(k) != v:
+                return False
+        if self.terms is None:
+            return True
+        return terms_match(self.terms, node)
+
+    def match_or_error(self, node: Node) -> bool | None:
+        """Like ``matches``, but None where kube's Match reports an error: the selector labels match, no
+        term matches and some term did not parse."""
+        if self.matches(node):
+            return True
+        if self.errors and all(node.labels.get(k) == v for k, v in self.selector):
+            return None
+        return False
+
+    def clone(self) -> RequiredNodeAffinity:
+        return self  # read-only
+
+
+def pod_preferred_terms(pod: Pod) -> tuple[tuple[WeightedTerm, ...] | None, tuple[str, ...]]:
+    """The pod's preferred node affinity terms (None when it has none) and their parse errors."""
+    raw = _node_affinity(pod).get(PREFERRED)
+    if raw is None:
+        return None, ()
+    return compile_preferred(raw, f"spec.affinity.nodeAffinity.{PREFERRED}")
+
+
+def _node_names_from_fields(raw_terms: Sequence[Any]) -> frozenset[str] | None:
+    """kube's PreFilter narrowing: None unless every term has ``metadata.name In`` matchFields; then the
+    union over terms of the intersection of each term's name sets."""
+    names: set[str] = set()
+    for t in raw_terms:
+        term_names: set[str] | None = None
+        fields = t.get("matchFields") if isinstance(t, Mapping) else None
+        for r in fields or ():
+            if isinstance(r, Mapping) and r.get("key") == "metadata.name" and r.get("operator") == "In":
+                values = {str(v) for v in r.get("values") or ()}
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None  # this term does not pin node names: any node may match
+        names |= term_names
+    return frozenset(names)
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScoreList) -> None:
+    """kube's helper.DefaultNormalizeScore (Go integer division truncates toward zero)."""
+    max_count = max((s.score for s in scores), default=0)
+    if max_count <= 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        a = max_priority * s.score
+        v = abs(a) // max_count
+        v = v if a >= 0 else -v
+        s.score = max_priority - v if reverse else v
+
+
+def _as_node(obj: Any) -> Node | None:
+    if obj is None or isinstance(obj, Node):
+        return obj
+    if isinstance(obj, dict):
+        return Node.from_dict(obj)
+    return None
+
+
+# ----------------------------------------------------------------------------------------- plugin
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        args = args or NodeAffinityArgs()
+        added = compile_added_affinity(args.added_affinity, "addedAffinity")
+        self.added_required = added.required
+        self.added_preferred = added.preferred
+
+    # ---------------------------------------------------------------------------------- Filter
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        required = _node_affinity(pod).get(REQUIRED)
+        if required is None and self.added_required is None and not pod.node_selector:
+            return None, Status.skip(plugin=NAME)
+        state.write(PRE_FILTER_STATE_KEY, RequiredNodeAffinity.of(pod))
+        raw_terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+        if not raw_terms or not isinstance(raw_terms, list | tuple):
+            return None, None
+        names = _node_names_from_fields(raw_terms)
+        if names is None:
+            return None, None
+        if not names:
+            return None, Status.unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
+        return PreFilterResult(names), None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+        if self.added_required is not None and not terms_match(self.added_required, node):
+            return Status.unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+        req = state.get(PRE_FILTER_STATE_KEY)
+        if req is None:
+            req = RequiredNodeAffinity.of(pod)  # PreFilter did not run
+        if not req.matches(node):
+            return Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+        return None
+
+    # ----------------------------------------------------------------------------------- Score
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        preferred, errors = pod_preferred_terms(pod)
+        if errors:
+            return Status.as_error(f"parsing pod's preferred node affinity: {'; '.join(errors)}", plugin=NAME)
+        if preferred is None and self.added_preferred is None:
+            return Status.skip(plugin=NAME)
+        state.write(PRE_SCORE_STATE_KEY, preferred or ())
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        node = node_info.node
+        if node is None:
+            return 0, None
+        total = 0
+        if self.added_preferred:
+            total += preferred_score(self.added_preferred, node)
+        preferred = state.get(PRE_SCORE_STATE_KEY)
+        if preferred is None:  # PreScore did not run
+            preferred, errors = pod_preferred_terms(pod)
+            if errors:
+                return 0, Status.as_error(
+                    f"parsing pod's preferred node affinity: {'; '.join(errors)}", plugin=NAME
+                )
+        if preferred:
+            total += preferred_score(preferred, node)
+        return total, None
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return None
+
+    # ------------------------------------------------------------------------------ Enqueueing
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            )
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        try:
+            old, new = _as_node(old_obj), _as_node(new_obj)
+        except ValueError:
+            return QueueingHint.QUEUE
+        if new is None:
+            return QueueingHint.QUEUE
+        if self.added_required is not None and not terms_match(self.added_required, new):
+            return QueueingHint.SKIP
+        req = RequiredNodeAffinity.of(pod)
+        is_matched = req.match_or_error(new)
+        if is_matched is None:
+            return QueueingHint.QUEUE  # some term does not parse: kube queues rather than guess
+        if not is_matched:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if req.match_or_error(old) is True:
+            return QueueingHint.SKIP  # it already matched: this change is not what helps
+        return QueueingHint.QUEUE
+
+
+def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
+    return NodeAffinity(args)
+
+
+PLUGIN = PluginSpec(
+    NAME,
+    new,
+    NodeAffinityArgs,
+    "nodeSelector and node affinity: required terms filter, preferred terms score",
+)

@@ -1,0 +1,115 @@
+"""NodeUnschedulable: a cordoned node (``spec.unschedulable: true``) takes no new pods.
+
+A pod is still allowed on a cordoned node when it tolerates the taint
+``node.kubernetes.io/unschedulable:NoSchedule`` (DaemonSet pods do), exactly as kube-scheduler 1.36 does:
+the toleration is matched against that taint (key and NoSchedule effect, empty value), so an ``Exists``
+toleration with no key, or one for that key with an empty effect, also counts.
+
+Extension points: Filter, EnqueueExtensions. Args: none.
+
+Reason: "node(s) were unschedulable" with code UnschedulableAndUnresolvable (preemption cannot uncordon a
+node). A NodeInfo without its node gets "node(s) had unknown conditions" (same code).
+
+Queueing hints (kube's, with queueing hints enabled):
+
+- Node Add / UpdateNodeTaint: queue when a node is added schedulable, or an update turns a cordoned node
+  schedulable.
+- Pod UpdatePodTolerations: queue when the rejected pod itself now tolerates the unschedulable taint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.interfaces import Handle
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Node, NodeInfo, Pod, Taint, Toleration
+
+NAME = "NodeUnschedulable"
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
+
+
+def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
+    """Whether these tolerations let a pod onto a cordoned node."""
+    return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
+
+
+def _as_node(obj: Any) -> Node | None:
+    if obj is None or isinstance(obj, Node):
+        return obj
+    if isinstance(obj, dict):
+        return Node.from_dict(obj)
+    return None
+
+
+def _as_pod(obj: Any) -> Pod | None:
+    if obj is None or isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, dict):
+        return Pod.from_dict(obj)
+    return None
+
+
+class NodeUnschedulable:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return Status.unresolvable(ERR_REASON_UNKNOWN_CONDITION, plugin=NAME)
+        if not node.unschedulable:
+            return None
+        if tolerates_unschedulable(pod.tolerations):
+            return None
+        return Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin=NAME)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATIONS),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_node_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        try:
+            old, new = _as_node(old_obj), _as_node(new_obj)
+        except ValueError:
+            return QueueingHint.QUEUE
+        if new is None:
+            return QueueingHint.QUEUE  # not a node: be safe, as kube is on a conversion error
+        if not new.unschedulable and (old is None or old.unschedulable):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    @staticmethod
+    def is_schedulable_after_pod_toleration_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        try:
+            modified = _as_pod(new_obj)
+        except ValueError:
+            return QueueingHint.QUEUE
+        if modified is None:
+            return QueueingHint.QUEUE
+        if modified.uid == pod.uid and tolerates_unschedulable(modified.tolerations):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+def new(args: None, handle: Handle) -> NodeUnschedulable:
+    return NodeUnschedulable()
+
+
+PLUGIN = PluginSpec(NAME, new, None, "cordoned nodes take only pods that tolerate the unschedulable taint")

@@ -1,0 +1,184 @@
+"""TaintToleration: a pod goes only where it tolerates the node's taints, and prefers fewer soft taints.
+
+Filter: the node's ``NoSchedule`` and ``NoExecute`` taints must each be tolerated by one of the pod's
+tolerations (``Toleration.tolerates``: an empty effect matches every effect, an empty key with
+``Exists`` matches every key, ``Exists`` ignores the value, ``Equal`` compares it). Otherwise the node
+is rejected with kube-scheduler 1.36's reason "node(s) had untolerated taint(s)", code
+UnschedulableAndUnresolvable. (Up to 1.33 kube named the first untolerated taint, as
+"node(s) had untolerated taint {key: value}"; 1.34.2+ and 1.35+ dropped the key and value because they
+may be sensitive. ``untolerated_taint`` still finds that taint for logs and tools.)
+
+Score: the number of the node's ``PreferNoSchedule`` taints that the pod does not tolerate, counting only
+tolerations whose effect is empty or ``PreferNoSchedule`` (gathered once per pod in PreScore).
+NormalizeScore is kube's DefaultNormalizeScore reversed: with ``max`` the highest count among the
+nodes, a node scores ``100 - 100 * count // max``, so nodes with no intolerable soft taint score 100 and
+the most-tainted score 0; when no node has one, every node scores 100.
+
+Extension points: Filter, PreScore, Score (+ NormalizeScore), EnqueueExtensions. Args: none.
+
+Queueing hints (kube's, with queueing hints enabled):
+
+- Node Add / UpdateNodeTaint: queue when the node's hard taints went from untolerated (or the node is
+  new) to all tolerated.
+- Pod UpdatePodTolerations: queue when the updated pod is the rejected pod itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Node, NodeInfo, Pod, Taint, Toleration
+
+NAME = "TaintToleration"
+PRE_SCORE_STATE_KEY = f"PreScore{NAME}"
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+def untolerated_taint(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint none of the tolerations tolerates (kube's
+    FindMatchingUntoleratedTaint with DoNotScheduleTaintsFilterFunc), or None."""
+    for taint in taints:
+        if taint.effect != NO_SCHEDULE and taint.effect != NO_EXECUTE:
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
+    """The tolerations that can tolerate a PreferNoSchedule taint (effect empty or PreferNoSchedule)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> int:
+    n = 0
+    for taint in taints:
+        if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations):
+            n += 1
+    return n
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScoreList) -> None:
+    """kube's helper.DefaultNormalizeScore: scale [0, max(scores)] to [0, max_priority] (integer division,
+    scores assumed non-negative), then subtract from max_priority when ``reverse``."""
+    max_count = max((s.score for s in scores), default=0)
+    if max_count <= 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        v = _go_div(max_priority * s.score, max_count)
+        s.score = max_priority - v if reverse else v
+
+
+def _go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, as Go's int64 division does."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _as_node(obj: Any) -> Node | None:
+    if obj is None or isinstance(obj, Node):
+        return obj
+    if isinstance(obj, dict):
+        return Node.from_dict(obj)
+    return None
+
+
+def _as_pod(obj: Any) -> Pod | None:
+    if obj is None or isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, dict):
+        return Pod.from_dict(obj)
+    return None
+
+
+class TaintToleration:
+    name = NAME
+
+    # ---------------------------------------------------------------------------------- Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None or not node.taints:
+            return None
+        if untolerated_taint(node.taints, pod.tolerations) is None:
+            return None
+        return Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
+
+    # ----------------------------------------------------------------------------------- Score
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        node = node_info.node
+        if node is None or not node.taints:
+            return 0, None
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            tolerations = prefer_no_schedule_tolerations(pod.tolerations)
+        return count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return None
+
+    # ------------------------------------------------------------------------------ Enqueueing
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATIONS),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_node_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        try:
+            old, new = _as_node(old_obj), _as_node(new_obj)
+        except ValueError:
+            return QueueingHint.QUEUE
+        if new is None:
+            return QueueingHint.QUEUE
+        was_untolerated = old is None or untolerated_taint(old.taints, pod.tolerations) is not None
+        is_untolerated = untolerated_taint(new.taints, pod.tolerations) is not None
+        if was_untolerated and not is_untolerated:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    @staticmethod
+    def is_schedulable_after_pod_toleration_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+        try:
+            modified = _as_pod(new_obj)
+        except ValueError:
+            return QueueingHint.QUEUE
+        if modified is None or modified.uid == pod.uid:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+def new(args: None, handle: Handle) -> TaintToleration:
+    return TaintToleration()
+
+
+PLUGIN = PluginSpec(
+    NAME, new, None, "pods go only where they tolerate the taints; fewer soft taints score higher"
+)
