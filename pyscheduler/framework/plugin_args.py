@@ -47,6 +47,11 @@ def _check(value: Any, tp: Any, path: str) -> Any:
         return value
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
+        alts = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(alts) < len(typing.get_args(tp)):
+            return None
+        if len(alts) == 1:  # Optional[X]: X's own error, with its full path
+            return _check(value, alts[0], path)
         errors = []
         for alt in typing.get_args(tp):
             if alt is type(None):

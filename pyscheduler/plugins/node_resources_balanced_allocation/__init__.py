@@ -1,0 +1,221 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resource usage stays balanced across resources
+once the pod is placed (e.g. not 90% of cpu used but 10% of memory).
+
+Extension points
+----------------
+- PreScore: computes the pod's requests for the configured resources (real requests, overhead included;
+  *not* the 100m/200Mi non-zero defaults NodeResourcesFit scores with). A pod that requests none of them
+  (best-effort) gets Skip, so this plugin does not score it at all (as kube 1.36 does, see kubernetes
+  issue 129138: otherwise best-effort pods pile onto the same nodes).
+- Score: for each configured resource the node has (allocatable > 0; a scalar resource only if the pod
+  requests it), fraction = (node's requested + pod's request) / allocatable, capped at 1. With two
+  fractions std = |f1 - f2| / 2; with more, the population standard deviation; with one or none, 0.
+  Score = int((1 - std) * 100), truncated as Go converts float64 to int64.
+
+Args (``NodeResourcesBalancedAllocationArgs``)
+----------------------------------------------
+- ``resources``: ``[{name, weight}]``, default cpu and memory. A weight of 0 (or none) becomes 1; any other
+  weight is rejected ("must be 1": weights are not used by this plugin), as are duplicate names.
+
+Score-only: the plugin never rejects a pod, so it registers no cluster events.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle
+from pyscheduler.framework.plugin_args import ArgsError
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, Pod
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+# --------------------------------------------------------------------------------------------- args
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    name: str = ""
+    weight: int = 0
+
+    def __post_init__(self) -> None:
+        if self.weight == 0:
+            object.__setattr__(self, "weight", 1)
+
+
+def default_resources() -> tuple[ResourceSpec, ...]:
+    return (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+@dataclass(frozen=True)
+class NodeResourcesBalancedAllocationArgs:
+    resources: tuple[ResourceSpec, ...] = field(default_factory=default_resources)
+
+    def __post_init__(self) -> None:
+        if not self.resources:
+            object.__setattr__(self, "resources", default_resources())
+
+    def validate(self, path: str) -> None:
+        """kube's ValidateNodeResourcesBalancedAllocationArgs (first error)."""
+        seen: set[str] = set()
+        for i, r in enumerate(self.resources):
+            if r.name in seen:
+                raise ArgsError(f"{path}.resources[{i}].name", f'Duplicate value: "{r.name}"')
+            seen.add(r.name)
+            if r.weight != 1:
+                raise ArgsError(f"{path}.resources[{i}].weight", f"Invalid value: {r.weight}: must be 1")
+
+
+# ------------------------------------------------------------------------- resource name classes
+# (the same rules as NodeResourcesFit: kube's schedutil.IsScalarResourceName)
+
+_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _is_extended(name: str) -> bool:
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    prefix, _, short = ("requests." + name).partition("/")
+    if "/" in short or not short or len(short) > 63 or not _QNAME_RE.match(short):
+        return False
+    return len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN_RE.match(prefix))
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    return (
+        _is_extended(name)
+        or name.startswith("hugepages-")
+        or "kubernetes.io/" in name
+        or name.startswith("attachable-volumes-")
+    )
+
+
+_CPU, _MEMORY, _EPHEMERAL, _SCALAR, _NONE = range(5)
+
+
+def _kind(name: str) -> int:
+    if name == CPU:
+        return _CPU
+    if name == MEMORY:
+        return _MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return _EPHEMERAL
+    return _SCALAR if is_scalar_resource_name(name) else _NONE
+
+
+# ------------------------------------------------------------------------------------------- plugin
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class BalancedAllocation:
+    name = NAME
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None) -> None:
+        self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        self._resources = tuple((_kind(r.name), r.name) for r in self.args.resources)
+
+    def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
+        req = pod.requests
+        out: list[int] = []
+        for kind, rname in self._resources:
+            if kind == _CPU:
+                out.append(req.milli_cpu)
+            elif kind == _MEMORY:
+                out.append(req.memory)
+            elif kind == _EPHEMERAL:
+                out.append(req.ephemeral_storage)
+            elif kind == _SCALAR:
+                out.append(req.scalar.get(rname, 0))
+            else:
+                out.append(0)
+        return tuple(out)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        reqs = self._pod_requests(pod)
+        if not any(reqs):
+            return Status.skip(NAME)
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self._pod_requests(pod)
+            if not any(reqs):
+                return 0, None
+        alloc_r, used_r = node_info.allocatable, node_info.requested
+        fractions: list[float] = []
+        total = 0.0
+        for i, (kind, rname) in enumerate(self._resources):
+            q = reqs[i]
+            if kind == _CPU:
+                alloc, used = alloc_r.milli_cpu, used_r.milli_cpu + q
+            elif kind == _MEMORY:
+                alloc, used = alloc_r.memory, used_r.memory + q
+            elif kind == _EPHEMERAL:
+                alloc, used = alloc_r.ephemeral_storage, used_r.ephemeral_storage + q
+            elif kind == _SCALAR and q != 0 and rname in alloc_r.scalar:
+                alloc, used = alloc_r.scalar[rname], used_r.scalar.get(rname, 0) + q
+            else:
+                continue
+            if alloc == 0:
+                continue
+            f = float(used) / float(alloc)
+            if f > 1:
+                f = 1.0
+            total += f
+            fractions.append(f)
+        return balanced_score(fractions, total), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # A Score plugin never makes a pod unschedulable: no event can be needed to retry it.
+        return []
+
+
+def balanced_score(fractions: Sequence[float], total: float) -> int:
+    """kube's balancedResourceScorer on the capped fractions (``total`` is their sum, in order)."""
+    n = len(fractions)
+    std = 0.0
+    if n == 2:
+        std = math.fabs((fractions[0] - fractions[1]) / 2)
+    elif n > 2:
+        mean = total / n
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / n)
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def new(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> BalancedAllocation:
+    return BalancedAllocation(args)
+
+
+PLUGIN = PluginSpec(
+    NAME,
+    new,
+    NodeResourcesBalancedAllocationArgs,
+    "prefers nodes whose cpu/memory (or configured resources) usage stays balanced with the pod",
+)

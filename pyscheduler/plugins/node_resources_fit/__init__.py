@@ -1,0 +1,355 @@
+"""NodeResourcesFit: a pod fits a node only if the node's allocatable covers what is already requested
+there plus the pod's requests; among fitting nodes, prefer them by a resource scoring strategy.
+
+Extension points
+----------------
+- PreFilter: takes the pod's effective requests (``Pod.requests``: containers, sidecars, init containers
+  and overhead, as kube's ``resourcehelper.PodRequests``) and stores what Filter checks in the CycleState.
+- Filter: rejects the node with one reason per short resource, all listed:
+  "Too many pods" (the node's ``pods`` allocatable), "Insufficient cpu", "Insufficient memory",
+  "Insufficient ephemeral-storage", "Insufficient <name>" for extended resources, hugepages-* and other
+  scalar resources. Only resources the pod requests (non-zero) are checked; an extended resource the node
+  does not have at all is "Insufficient <name>". The code is Unschedulable (preemption may free room),
+  or UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable (as kube 1.36's
+  ``InsufficientResource.Unresolvable``: evicting every pod would not help). "Too many pods" alone is
+  always Unschedulable.
+- PreScore / Score: per configured resource, the node's requested-after-placing-the-pod against its
+  allocatable, scored by the strategy and averaged by weight (0-100). For cpu and memory the node's and
+  the pod's *non-zero* requests are used (pods requesting nothing count as 100m / 200Mi per container);
+  ephemeral-storage and scalar resources use real requests; a scalar resource is scored only if the pod
+  requests it and the node has it.
+- EnqueueExtensions: a scheduled (or nominated) pod deleted, a pod scaled down (in-place resize), a node
+  added or its allocatable changed, each with kube's queueing hint.
+
+Args (``NodeResourcesFitArgs``, see ``args``)
+---------------------------------------------
+- ``ignoredResources``: extended resources Filter does not check (e.g. handled by an extender).
+- ``ignoredResourceGroups``: the same by domain: "example.com" ignores "example.com/*".
+- ``scoringStrategy``: ``type`` LeastAllocated (default: prefer emptier nodes), MostAllocated (bin-pack),
+  or RequestedToCapacityRatio (a piecewise-linear ``shape`` of utilization 0-100 -> score 0-10, scaled to
+  0-100); ``resources`` (default cpu and memory, weight 1).
+
+Not modelled: DRA-backed extended resources (no DeviceClass mapping exists here, so every extended
+resource is checked against the node's allocatable, as kube does when no DeviceClass maps it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyscheduler.framework import events as ev
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.interfaces import Handle, PreFilterResult
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import MalformedObject, Node, NodeInfo, Pod, PodInfo, Resource
+
+from .args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+    RequestedToCapacityRatioParam,
+    ResourceSpec,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
+from .scoring import (
+    allocatable_requested,
+    build_scorer,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    pod_request,
+    resource_kind,
+)
+
+__all__ = [
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "NAME",
+    "PLUGIN",
+    "PRE_FILTER_STATE_KEY",
+    "PRE_SCORE_STATE_KEY",
+    "REASON_INSUFFICIENT_CPU",
+    "REASON_INSUFFICIENT_EPHEMERAL_STORAGE",
+    "REASON_INSUFFICIENT_MEMORY",
+    "REASON_TOO_MANY_PODS",
+    "REQUESTED_TO_CAPACITY_RATIO",
+    "Fit",
+    "NodeResourcesFitArgs",
+    "PodResourceRequest",
+    "RequestedToCapacityRatioParam",
+    "ResourceSpec",
+    "ScoringStrategy",
+    "UtilizationShapePoint",
+    "insufficient_reason",
+    "new",
+]
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+REASON_TOO_MANY_PODS = "Too many pods"
+REASON_INSUFFICIENT_CPU = "Insufficient cpu"
+REASON_INSUFFICIENT_MEMORY = "Insufficient memory"
+REASON_INSUFFICIENT_EPHEMERAL_STORAGE = "Insufficient ephemeral-storage"
+
+
+def insufficient_reason(resource: str) -> str:
+    """The reason for an extended / scalar resource: "Insufficient example.com/gpu"."""
+    return f"Insufficient {resource}"
+
+
+_EMPTY = Resource()
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourceRequest:
+    """What Filter checks for one pod (PreFilter state). ``scalar`` holds the non-zero scalar requests
+    not ignored by the args, with their reason strings."""
+
+    milli_cpu: int
+    memory: int
+    ephemeral_storage: int
+    scalar: tuple[tuple[str, int, str], ...]
+
+    def clone(self) -> PodResourceRequest:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class Fit:
+    name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
+        self.args = args if args is not None else NodeResourcesFitArgs()
+        self.handle = handle
+        self._ignored = frozenset(self.args.ignored_resources)
+        self._ignored_groups = frozenset(self.args.ignored_resource_groups)
+        strategy = self.args.scoring_strategy
+        # (kind, name, weight) per configured resource, in config order
+        self._resources = tuple((resource_kind(r.name), r.name) for r in strategy.resources)
+        self._scorer = build_scorer(strategy)
+
+    # ------------------------------------------------------------------------------ PreFilter
+
+    def compute_request(self, pod: Pod) -> PodResourceRequest:
+        """The pod's requests as Filter checks them (ignored extended resources left out)."""
+        req = pod.requests
+        scalar: list[tuple[str, int, str]] = []
+        for rname, qty in req.scalar.items():
+            if qty == 0 or not is_scalar_resource_name(rname):
+                continue
+            if is_extended_resource_name(rname) and self._is_ignored(rname):
+                continue
+            scalar.append((rname, qty, insufficient_reason(rname)))
+        return PodResourceRequest(req.milli_cpu, req.memory, req.ephemeral_storage, tuple(scalar))
+
+    def _is_ignored(self, rname: str) -> bool:
+        if rname in self._ignored:
+            return True
+        return bool(self._ignored_groups) and rname.split("/", 1)[0] in self._ignored_groups
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(PRE_FILTER_STATE_KEY, self.compute_request(pod))
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    # --------------------------------------------------------------------------------- Filter
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PodResourceRequest):
+            s = self.compute_request(pod)
+        return fits(s, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+    # ------------------------------------------------------------------------- PreScore/Score
+
+    def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
+        return tuple(pod_request(pod, kind, rname, False) for kind, rname in self._resources)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self._pod_requests(pod)))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
+        n = len(self._resources)
+        requested = [0] * n
+        allocatable = [0] * n
+        for i, (kind, rname) in enumerate(self._resources):
+            alloc, req = allocatable_requested(node_info, kind, rname, pod_reqs[i], False)
+            if alloc == 0:
+                continue
+            allocatable[i] = alloc
+            requested[i] = req
+        return self._scorer(requested, allocatable), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    # ------------------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> Sequence[ev.ClusterEventWithHint]:
+        return [
+            ev.ClusterEventWithHint(
+                ev.ClusterEvent(ev.Resource.POD, ev.Action.DELETE | ev.Action.UPDATE_POD_SCALE_DOWN),
+                self.is_schedulable_after_pod_event,
+            ),
+            ev.ClusterEventWithHint(
+                ev.ClusterEvent(ev.Resource.NODE, ev.Action.ADD | ev.Action.UPDATE_NODE_ALLOCATABLE),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_event(self, pod: Pod, old_obj: Any, new_obj: Any) -> ev.QueueingHint:
+        """A deleted pod that was scheduled or nominated frees room; so may a scaled-down scheduled pod
+        whose requests shrank in a resource this pod requests, or this pod itself scaling down."""
+        try:
+            original = _as_pod(old_obj)
+            modified = _as_pod(new_obj)
+        except MalformedObject:
+            return ev.QueueingHint.QUEUE
+        if modified is None:
+            if original is None:
+                return ev.QueueingHint.QUEUE
+            if not original.node_name and not original.nominated_node_name:
+                return ev.QueueingHint.SKIP
+            return ev.QueueingHint.QUEUE
+        if original is None:
+            return ev.QueueingHint.QUEUE
+        if modified.uid == pod.uid:
+            return ev.QueueingHint.QUEUE
+        if not modified.node_name:
+            return ev.QueueingHint.SKIP
+        want, before, after = pod.requests, original.requests, modified.requests
+        if want.milli_cpu and before.milli_cpu > after.milli_cpu:
+            return ev.QueueingHint.QUEUE
+        if want.memory and before.memory > after.memory:
+            return ev.QueueingHint.QUEUE
+        if want.ephemeral_storage and before.ephemeral_storage > after.ephemeral_storage:
+            return ev.QueueingHint.QUEUE
+        for rname, qty in want.scalar.items():
+            if not qty or not is_scalar_resource_name(rname):
+                continue
+            if before.scalar.get(rname, 0) > after.scalar.get(rname, 0):
+                return ev.QueueingHint.QUEUE
+        return ev.QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old_obj: Any, new_obj: Any) -> ev.QueueingHint:
+        """A new node where the pod fits (when empty), or a node whose allocatable grew in a resource
+        the pod requests (or in pods) and where it now fits."""
+        try:
+            original = _as_node(old_obj)
+            modified = _as_node(new_obj)
+        except MalformedObject:
+            return ev.QueueingHint.QUEUE
+        if modified is None:
+            return ev.QueueingHint.SKIP
+        # kube checks the fit without the ignored resources; honouring them only queues more often.
+        if fits(self.compute_request(pod), modified.allocatable, _EMPTY, 0) is not None:
+            return ev.QueueingHint.SKIP
+        if original is None:
+            return ev.QueueingHint.QUEUE
+        if _requested_resources_increased(pod, original.allocatable, modified.allocatable):
+            return ev.QueueingHint.QUEUE
+        return ev.QueueingHint.SKIP
+
+
+def fits(s: PodResourceRequest, alloc: Resource, used: Resource, num_pods: int) -> Status | None:
+    """kube's fitsRequest: every short resource is a reason; UnschedulableAndUnresolvable if some
+    request is larger than the node's whole allocatable."""
+    reasons: list[str] = []
+    unresolvable = False
+    if num_pods + 1 > alloc.allowed_pod_number:
+        reasons.append(REASON_TOO_MANY_PODS)
+    q = s.milli_cpu
+    if q > 0 and q > alloc.milli_cpu - used.milli_cpu:
+        reasons.append(REASON_INSUFFICIENT_CPU)
+        unresolvable = unresolvable or q > alloc.milli_cpu
+    q = s.memory
+    if q > 0 and q > alloc.memory - used.memory:
+        reasons.append(REASON_INSUFFICIENT_MEMORY)
+        unresolvable = unresolvable or q > alloc.memory
+    q = s.ephemeral_storage
+    if q > 0 and q > alloc.ephemeral_storage - used.ephemeral_storage:
+        reasons.append(REASON_INSUFFICIENT_EPHEMERAL_STORAGE)
+        unresolvable = unresolvable or q > alloc.ephemeral_storage
+    if s.scalar:
+        a_scalar, u_scalar = alloc.scalar, used.scalar
+        for rname, q, reason in s.scalar:
+            a = a_scalar.get(rname, 0)
+            if q > a - u_scalar.get(rname, 0):
+                reasons.append(reason)
+                unresolvable = unresolvable or q > a
+    if not reasons:
+        return None
+    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    return Status(code, tuple(reasons), NAME)
+
+
+def _requested_resources_increased(pod: Pod, before: Resource, after: Resource) -> bool:
+    """kube's haveAnyRequestedResourcesIncreased."""
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    req = pod.requests
+    if (
+        (req.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+        or (req.memory > 0 and after.memory > before.memory)
+        or (req.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+    ):
+        return True
+    for rname, qty in req.scalar.items():
+        if not qty or not is_scalar_resource_name(rname):
+            continue
+        if after.scalar.get(rname, 0) > before.scalar.get(rname, 0):
+            return True
+    return False
+
+
+def _as_pod(obj: Any) -> Pod | None:
+    if obj is None or isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, PodInfo):
+        return obj.pod
+    if isinstance(obj, dict):
+        return Pod.from_dict(obj)
+    raise MalformedObject(f"not a pod: {type(obj).__name__}")
+
+
+def _as_node(obj: Any) -> Node | None:
+    if obj is None or isinstance(obj, Node):
+        return obj
+    if isinstance(obj, NodeInfo):
+        return obj.node
+    if isinstance(obj, dict):
+        return Node.from_dict(obj)
+    raise MalformedObject(f"not a node: {type(obj).__name__}")
+
+
+def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:
+    return Fit(args, handle)
+
+
+PLUGIN = PluginSpec(
+    NAME,
+    new,
+    NodeResourcesFitArgs,
+    "nodes must have room for the pod's requests; scored by LeastAllocated, MostAllocated or "
+    "RequestedToCapacityRatio",
+)
