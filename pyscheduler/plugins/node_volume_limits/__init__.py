@@ -1,0 +1,442 @@
+"""NodeVolumeLimits: a node can attach only so many volumes of each CSI driver.
+
+Behaviour (kube-scheduler 1.36, pkg/scheduler/framework/plugins/nodevolumelimits, the CSI limits):
+
+- PreFilter skips pods without a PVC, a generic ephemeral volume or an in-tree volume that could be
+  migrated to CSI.
+- Filter, per node. The pod's attachable volumes are found, each named ``<driver>/<volume handle>``:
+  a claim bound to a CSI PV gives the PV's ``spec.csi`` driver and handle; a claim bound to an
+  in-tree PV (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx) counts under its CSI driver where that
+  plugin's migration is on (the node has a CSINode; Portworx also needs the CSINode's
+  migrated-plugins annotation); an unbound claim (or one whose PV is missing) counts under its
+  StorageClass's provisioner, as a volume of its own; inline in-tree volumes are translated the
+  same way. A missing claim of the incoming pod is UnschedulableAndUnresolvable (``looking up PVC
+  <ns>/<name>: persistentvolumeclaim "<name>" not found``); missing claims of pods already on the
+  node are not counted. The node's limits are the CSINode's ``spec.drivers[].allocatable.count``
+  (over the node's legacy ``attachable-volumes-csi-<driver>`` allocatable); a node without limits
+  fits. Volumes already used by pods on the node are not counted twice, VolumeAttachments to the
+  node of volumes no pod there uses count too, and for every driver with a limit, used + new must
+  not exceed it, else "node(s) exceed max volume count" (Unschedulable: preemption can free
+  attachments).
+
+Cluster objects read from ``handle.objects``: PersistentVolumeClaim, PersistentVolume,
+StorageClass, CSINode and (when served) VolumeAttachment.
+
+Extension points: PreFilter, Filter, EnqueueExtensions. Args: none.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.plugins.node_volume_limits._intree import (
+    ATTACHABLE_VOLUMES_PREFIX,
+    BY_PLUGIN,
+    SOURCE_KEYS,
+    TranslationError,
+    csi_attach_limit_key,
+    in_tree_source,
+    is_csi_migration_on,
+    migrated_plugins,
+)
+
+NAME = "NodeVolumeLimits"
+STATE_KEY = f"PreFilter{NAME}"
+
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+
+PVC = "PersistentVolumeClaim"
+PV = "PersistentVolume"
+STORAGE_CLASS = "StorageClass"
+CSI_NODE = "CSINode"
+VOLUME_ATTACHMENT = "VolumeAttachment"
+ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+
+JSONMap = Mapping[str, Any]
+
+__all__ = [
+    "ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED",
+    "NAME",
+    "PLUGIN",
+    "STATE_KEY",
+    "NodeVolumeLimits",
+    "csi_attach_limit_key",
+    "new",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class _Vol:
+    """One attachable volume of a pod, resolved as far as possible without knowing the node."""
+
+    unique: str = ""  # <driver>/<handle>
+    key: str = ""  # the driver's attach-limit key
+    plugin: str = ""  # in-tree plugin: counts only where its CSI migration is on
+    error: Status | None = None  # reported (for an in-tree plugin: only where migration is on)
+
+
+@dataclass(slots=True)
+class _State:
+    new_volumes: list[_Vol]
+    # per-cycle caches shared by clones (filled by Filter; same values whoever fills them)
+    existing: dict[str, list[_Vol]] = field(default_factory=dict)
+    attachments: dict[str, list[tuple[str, str]]] | None = None
+
+    def clone(self) -> _State:
+        return self
+
+
+def _meta(obj: JSONMap) -> JSONMap:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def _spec(obj: JSONMap) -> JSONMap:
+    s = obj.get("spec")
+    return s if isinstance(s, Mapping) else {}
+
+
+def _claim_class(pvc: JSONMap) -> str:
+    ann = _meta(pvc).get("annotations")
+    if isinstance(ann, Mapping) and ANN_BETA_STORAGE_CLASS in ann:
+        return str(ann[ANN_BETA_STORAGE_CLASS])
+    return str(_spec(pvc).get("storageClassName") or "")
+
+
+def _owned_by(pvc: JSONMap, pod: Pod) -> bool:
+    return any(
+        isinstance(r, Mapping) and r.get("controller") and r.get("uid") == pod.uid
+        for r in _meta(pvc).get("ownerReferences") or ()
+    )
+
+
+def _list(objects: ClusterObjects, kind: str) -> Iterable[JSONMap]:
+    """Objects of a kind the ClusterObjects may not serve: none then."""
+    try:
+        return list(objects.list(kind))
+    except (LookupError, ValueError, TypeError, NotImplementedError):
+        return []
+
+
+def has_attachable_volume(pod: Pod) -> bool:
+    return any(
+        v.get("persistentVolumeClaim") is not None
+        or v.get("ephemeral") is not None
+        or any(v.get(k) is not None for k in SOURCE_KEYS)
+        for v in pod.volumes
+    )
+
+
+def node_volume_limits(node_info: NodeInfo, csi_node: JSONMap | None) -> dict[str, int]:
+    """getVolumeLimits: the node's attachable-volumes-* allocatable, overridden by the CSINode."""
+    limits = {
+        k: v for k, v in node_info.allocatable.scalar.items() if k.startswith(ATTACHABLE_VOLUMES_PREFIX)
+    }
+    if csi_node is not None:
+        for d in _spec(csi_node).get("drivers") or ():
+            if not isinstance(d, Mapping):
+                continue
+            alloc = d.get("allocatable")
+            count = alloc.get("count") if isinstance(alloc, Mapping) else None
+            if count is not None:
+                limits[csi_attach_limit_key(str(d.get("name") or ""))] = int(count)
+    return limits
+
+
+class NodeVolumeLimits:
+    name = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+        # unbound claims count as volumes of their own; the prefix keeps them apart from real handles
+        self._random_prefix = secrets.token_hex(16)
+
+    # -- resolving a pod's volumes --------------------------------------------------------------
+    def _resolve(self, objects: ClusterObjects, pod: Pod, new_pod: bool) -> list[_Vol]:
+        out: list[_Vol] = []
+        for vol in pod.volumes:
+            src = vol.get("persistentVolumeClaim")
+            ephemeral = False
+            if src is not None:
+                claim = str(src.get("claimName") or "") if isinstance(src, Mapping) else ""
+            elif vol.get("ephemeral") is not None:
+                claim = f"{pod.name}-{vol.get('name') or ''}"
+                ephemeral = True
+            else:
+                inline = self._inline(vol, pod)
+                if inline is not None:
+                    out.append(inline)
+                continue
+            if not claim:
+                out.append(_Vol(error=Status.as_error("PersistentVolumeClaim had no name", plugin=NAME)))
+                break
+            pvc = objects.get(PVC, pod.namespace, claim)
+            if pvc is None:
+                if new_pod:
+                    msg = f'looking up PVC {pod.namespace}/{claim}: persistentvolumeclaim "{claim}" not found'
+                    out.append(_Vol(error=Status.unresolvable(msg, plugin=NAME)))
+                    break
+                continue
+            if ephemeral and not _owned_by(pvc, pod):
+                msg = (
+                    f"PVC {pod.namespace}/{claim} was not created for pod "
+                    f"{pod.namespace}/{pod.name} (pod is not owner)"
+                )
+                out.append(_Vol(error=Status.as_error(msg, plugin=NAME)))
+                break
+            driver, handle, plugin = self._driver_info(objects, pvc)
+            if driver and handle:
+                out.append(_Vol(f"{driver}/{handle}", csi_attach_limit_key(driver), plugin))
+        return out
+
+    @staticmethod
+    def _inline(vol: JSONMap, pod: Pod) -> _Vol | None:
+        found = in_tree_source(vol)
+        if found is None:
+            return None
+        t, src = found
+        if not t.counted:
+            return None
+        try:
+            handle = t.inline_handle(src)
+        except TranslationError as e:
+            msg = f"converting volume({vol.get('name') or ''}) from inline to csi: {e}"
+            return _Vol(plugin=t.plugin, error=Status.as_error(msg, plugin=NAME))
+        return _Vol(f"{t.driver}/{handle}", csi_attach_limit_key(t.driver), t.plugin)
+
+    def _driver_info(self, objects: ClusterObjects, pvc: JSONMap) -> tuple[str, str, str]:
+        """(driver, volume handle, in-tree plugin or "") of a claim; empty when not countable."""
+        pv_name = str(_spec(pvc).get("volumeName") or "")
+        pv = objects.get(PV, "", pv_name) if pv_name else None
+        if pv is None:
+            return self._driver_info_from_class(objects, pvc)
+        csi = _spec(pv).get("csi")
+        if isinstance(csi, Mapping):
+            return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or ""), ""
+        found = in_tree_source(_spec(pv))
+        if found is None:
+            return "", "", ""
+        t, src = found
+        if not t.counted:
+            return "", "", ""
+        try:
+            return t.driver, t.pv_handle(src, pv), t.plugin
+        except TranslationError:
+            return "", "", ""
+
+    def _driver_info_from_class(self, objects: ClusterObjects, pvc: JSONMap) -> tuple[str, str, str]:
+        cls = _claim_class(pvc)
+        if not cls:
+            # no class: an immediate claim that must be bound before scheduling
+            return "", "", ""
+        sc = objects.get(STORAGE_CLASS, "", cls)
+        if sc is None:
+            return "", "", ""
+        md = _meta(pvc)
+        handle = f"{self._random_prefix}-{md.get('namespace') or ''}/{md.get('name') or ''}"
+        provisioner = str(sc.get("provisioner") or "")
+        t = BY_PLUGIN.get(provisioner)
+        if t is not None:
+            return (t.driver, handle, t.plugin) if t.counted else ("", "", "")
+        return provisioner, handle, ""
+
+    @staticmethod
+    def _collect(vols: Sequence[_Vol], csi_node: JSONMap | None, into: dict[str, str]) -> Status | None:
+        for v in vols:
+            if v.plugin and not is_csi_migration_on(csi_node, v.plugin):
+                continue
+            if v.error is not None:
+                return v.error
+            into[v.unique] = v.key
+        return None
+
+    def _attachments(self, objects: ClusterObjects, st: _State) -> dict[str, list[tuple[str, str]]]:
+        """VolumeAttachments by node: (<attacher>/<handle>, limit key) of attached CSI PVs."""
+        if st.attachments is None:
+            by_node: dict[str, list[tuple[str, str]]] = {}
+            for va in _list(objects, VOLUME_ATTACHMENT):
+                s = _spec(va)
+                attacher = str(s.get("attacher") or "")
+                source = s.get("source")
+                pv_name = source.get("persistentVolumeName") if isinstance(source, Mapping) else None
+                if not attacher or not pv_name:
+                    continue
+                pv = objects.get(PV, "", str(pv_name))
+                csi = _spec(pv).get("csi") if pv is not None else None
+                if not isinstance(csi, Mapping):
+                    continue
+                unique = f"{attacher}/{csi.get('volumeHandle') or ''}"
+                by_node.setdefault(str(s.get("nodeName") or ""), []).append(
+                    (unique, csi_attach_limit_key(attacher))
+                )
+            st.attachments = by_node
+        return st.attachments
+
+    # -- extension points ----------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if not has_attachable_volume(pod):
+            return None, Status.skip(NAME)
+        state.write(STATE_KEY, _State(self._resolve(self._handle.objects, pod, True)))
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not pod.volumes:
+            return None
+        node = node_info.node
+        if node is None:
+            return Status.as_error("node not found", plugin=NAME)
+        objects = self._handle.objects
+        st = state.get(STATE_KEY)
+        if not isinstance(st, _State):
+            st = _State(self._resolve(objects, pod, True))
+            state.write(STATE_KEY, st)
+        csi_node = objects.get(CSI_NODE, "", node.name)
+
+        new_volumes: dict[str, str] = {}
+        err = self._collect(st.new_volumes, csi_node, new_volumes)
+        if err is not None:
+            return err
+        if not new_volumes:
+            return None
+        limits = node_volume_limits(node_info, csi_node)
+        if not limits:
+            return None
+
+        attached: dict[str, str] = {}
+        for pi in node_info.pods:
+            vols = st.existing.get(pi.pod.uid)
+            if vols is None:
+                vols = self._resolve(objects, pi.pod, False)
+                st.existing[pi.pod.uid] = vols
+            err = self._collect(vols, csi_node, attached)
+            if err is not None:
+                return err
+        used: Counter[str] = Counter()
+        for unique, key in attached.items():
+            # a volume already used on the node is not attached again
+            new_volumes.pop(unique, None)
+            used[key] += 1
+        seen: set[str] = set()
+        for unique, key in self._attachments(objects, st).get(node.name, ()):
+            if unique not in attached and unique not in seen:
+                seen.add(unique)
+                used[key] += 1
+        wanted = Counter(new_volumes.values())
+        for key, count in wanted.items():
+            limit = limits.get(key)
+            if limit is not None and used[key] + count > limit:
+                return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            # any new CSINode may bring room (or limits it did not have)
+            ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.CSI_NODE, Action.UPDATE), is_schedulable_after_csi_node_updated
+            ),
+            # a deleted pod frees its attachments
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), is_schedulable_after_pod_deleted
+            ),
+            # the claim the pod waits for got created
+            ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), is_schedulable_after_pvc_added),
+        ]
+
+
+# ------------------------------------------------------------------------------------ hints
+
+
+def _driver_counts(csi_node: JSONMap) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in _spec(csi_node).get("drivers") or ():
+        if isinstance(d, Mapping):
+            alloc = d.get("allocatable")
+            count = alloc.get("count") if isinstance(alloc, Mapping) else None
+            if count is not None:
+                out[str(d.get("name") or "")] = int(count)
+    return out
+
+
+def is_schedulable_after_csi_node_updated(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A driver's attach limit was raised or lifted, or the migrated plugins changed."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return QueueingHint.QUEUE
+    before, after = _driver_counts(old), _driver_counts(new)
+    for driver, count in before.items():
+        if driver not in after or after[driver] > count:
+            return QueueingHint.QUEUE
+    if migrated_plugins(old) != migrated_plugins(new):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _as_pod(obj: Any) -> Pod | None:
+    if isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, PodInfo):
+        return obj.pod
+    if isinstance(obj, Mapping):
+        return Pod.from_dict(dict(obj))
+    return None
+
+
+def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A pod that was on (or nominated to) a node and had attachable volumes went away."""
+    deleted = _as_pod(old)
+    if deleted is None:
+        return QueueingHint.QUEUE
+    if not deleted.volumes:
+        return QueueingHint.SKIP
+    if not deleted.node_name and not deleted.nominated_node_name:
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE if has_attachable_volume(deleted) else QueueingHint.SKIP
+
+
+def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """A claim the pod uses (a PVC volume or a generic ephemeral volume's claim) was created."""
+    if not isinstance(new, Mapping):
+        return QueueingHint.QUEUE
+    md = _meta(new)
+    if str(md.get("namespace") or "") != pod.namespace:
+        return QueueingHint.SKIP
+    name = str(md.get("name") or "")
+    for v in pod.volumes:
+        src = v.get("persistentVolumeClaim")
+        if src is not None:
+            claim = str(src.get("claimName") or "") if isinstance(src, Mapping) else ""
+        elif v.get("ephemeral") is not None:
+            claim = f"{pod.name}-{v.get('name') or ''}"
+        else:
+            continue
+        if claim == name:
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def new(args: None, handle: Handle) -> NodeVolumeLimits:
+    return NodeVolumeLimits(handle)
+
+
+PLUGIN = PluginSpec(NAME, new, None, "CSI volumes per driver must fit the node's attach limits")
