@@ -1,0 +1,262 @@
+"""Choosing victims on one node and choosing the node: kube's SelectVictimsOnNode,
+filterPodsWithPDBViolation and pickOneNodeForPreemption.
+
+Per node (on a clone of its NodeInfo and of the CycleState):
+
+1. remove every pod of lower priority than the preemptor (telling PreFilter extensions through
+   ``RemovePod``); none: "No preemption victims found for incoming pod" (UnschedulableAndUnresolvable);
+2. run the Filter plugins (with nominated pods); if the preemptor still does not fit, the node is no
+   candidate and the Filter status says why;
+3. sort the removed pods by importance (higher priority first, then earlier start), split them into
+   those whose eviction would violate a PodDisruptionBudget and the others (order kept), and add them
+   back one by one, violating ones first: a pod the preemptor still fits beside stays (is reprieved),
+   the others are the victims.
+
+Among candidate nodes the winner has, in order of precedence: the fewest PDB violations, the lowest
+highest-victim priority, the smallest sum of victim priorities (each offset by MaxInt32+1 to stay
+positive), the fewest victims, the latest start among its highest-priority victims; then the first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.selectors import LabelSelector, SelectorError
+from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+
+NO_VICTIMS_REASON = "No preemption victims found for incoming pod"
+MAX_INT32 = 2**31 - 1
+
+
+class FilterRunner(Protocol):
+    """The part of the framework handle victim selection needs."""
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+# ------------------------------------------------------------------------------------------ ordering
+
+
+def start_time(pod: Pod) -> float:
+    """When the pod started, for ordering. kube uses status.startTime and "now" for pods that have none;
+    we keep creationTimestamp, and a pod without one counts as started last (like kube's "now")."""
+    return pod.creation_timestamp or math.inf
+
+
+def importance_key(pod: Pod) -> tuple[int, float]:
+    """Sort key for kube's MoreImportantPod: higher priority first, then the earlier started."""
+    return (-pod.priority, start_time(pod))
+
+
+def sort_by_importance(pods: list[PodInfo]) -> None:
+    pods.sort(key=lambda pi: importance_key(pi.pod))
+
+
+# ------------------------------------------------------------------------------------------ PDBs
+
+
+@dataclass(frozen=True, slots=True)
+class PDB:
+    """What preemption reads of a policy/v1 PodDisruptionBudget."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None: matches nothing (missing, empty or invalid selector)
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PDB:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        selector: LabelSelector | None
+        try:
+            selector = LabelSelector.parse(spec.get("selector"))
+        except (SelectorError, AttributeError, TypeError):
+            selector = None  # an invalid selector matches no pod
+        if selector is not None and selector.is_empty():
+            selector = None  # kube: a nil or empty PDB selector matches nothing
+        try:
+            allowed = int(status.get("disruptionsAllowed") or 0)
+        except (TypeError, ValueError):
+            allowed = 0
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            selector=selector,
+            disruptions_allowed=allowed,
+            disrupted_pods=frozenset(status.get("disruptedPods") or ()),
+        )
+
+    def matches(self, pod: Pod) -> bool:
+        sel = self.selector
+        return sel is not None and pod.namespace == self.namespace and sel.matches(pod.labels)
+
+
+def parse_pdbs(objs: Iterable[Mapping[str, Any]]) -> list[PDB]:
+    """Only PDBs that can match a pod are kept (the others never count)."""
+    out = []
+    for o in objs:
+        pdb = PDB.from_dict(o)
+        if pdb.selector is not None:
+            out.append(pdb)
+    return out
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[PDB]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split ``pods`` (order kept) into those whose eviction, after the ones before them, would take a
+    matching PDB's disruptionsAllowed below zero, and the others. A pod already listed in a PDB's
+    status.disruptedPods does not count against that PDB."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pi in pods:
+        pod = pi.pod
+        violated = False
+        if pod.labels:  # a pod without labels matches no PDB
+            for i, pdb in enumerate(pdbs):
+                if not pdb.matches(pod) or pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pi)
+    return violating, non_violating
+
+
+# ------------------------------------------------------------------------------------------ one node
+
+
+def select_victims_on_node(
+    fh: FilterRunner,
+    state: CycleState,
+    pod: Pod,
+    node_info: NodeInfo,
+    pdbs: Sequence[PDB],
+) -> tuple[list[Pod], int, Status | None]:
+    """The fewest pods to evict from ``node_info`` so that ``pod`` fits, with how many of them violate a
+    PDB. ``state`` and ``node_info`` must be clones: they are changed."""
+
+    def remove(pi: PodInfo) -> Status | None:
+        node_info.remove_pod(pi.pod)
+        s = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node_info)
+        return None if s is None or s.is_success() else _as_error(s)
+
+    def add(pi: PodInfo) -> Status | None:
+        node_info.add_pod(pi)
+        s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node_info)
+        return None if s is None or s.is_success() else _as_error(s)
+
+    potential = [pi for pi in node_info.pods if pi.pod.priority < pod.priority]
+    for pi in potential:
+        err = remove(pi)
+        if err is not None:
+            return [], 0, err
+    if not potential:
+        return [], 0, Status.unresolvable(NO_VICTIMS_REASON)
+
+    # If the pod does not fit even with every lower-priority pod gone, the node cannot help (kube does
+    # not look for the case where the pod has affinity to a victim: not worth the cost).
+    s = fh.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+    if s is not None and not s.is_success():
+        return [], 0, s
+
+    sort_by_importance(potential)
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    victims: list[PodInfo] = []
+
+    def reprieve(pi: PodInfo) -> tuple[bool, Status | None]:
+        err = add(pi)
+        if err is not None:
+            return False, err
+        st = fh.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        fits = st is None or st.is_success()
+        if not fits:
+            err = remove(pi)
+            if err is not None:
+                return False, err
+            victims.append(pi)
+        return fits, None
+
+    num_violating = 0
+    for pi in violating:
+        fits, err = reprieve(pi)
+        if err is not None:
+            return [], 0, err
+        if not fits:
+            num_violating += 1
+    for pi in non_violating:
+        _, err = reprieve(pi)
+        if err is not None:
+            return [], 0, err
+    if violating and non_violating:
+        sort_by_importance(victims)  # keep victims ordered from most to least important
+    return [pi.pod for pi in victims], num_violating, None
+
+
+def _as_error(s: Status) -> Status:
+    """kube turns a failed PreFilter extension into an error (status.AsError)."""
+    return s if s.code == Code.ERROR else Status(Code.ERROR, s.reasons, s.plugin, s.error)
+
+
+# ------------------------------------------------------------------------------------------ candidates
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node where the preemptor fits once ``victims`` (most important first) are gone."""
+
+    name: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int = 0
+
+
+def earliest_start_of_highest_priority(victims: Sequence[Pod]) -> float:
+    """kube's GetEarliestPodStartTime: among the victims of the highest priority, the earliest start."""
+    top = max(p.priority for p in victims)
+    return min(start_time(p) for p in victims if p.priority == top)
+
+
+def _score_funcs() -> tuple[Any, ...]:
+    return (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(p.priority + MAX_INT32 + 1 for p in c.victims),
+        lambda c: -len(c.victims),
+        lambda c: earliest_start_of_highest_priority(c.victims),
+    )
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
+    """kube's SelectCandidate / pickOneNodeForPreemption: each criterion keeps the best-scoring nodes;
+    the first criterion that leaves one node decides; then the first remaining node wins."""
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    remaining = list(candidates)
+    for f in _score_funcs():
+        scores = [f(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
