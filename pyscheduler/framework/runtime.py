@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -288,13 +288,17 @@ class Framework:
         return None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin -> the events that may make a pod it rejected schedulable. A plugin that does not
+        say (no ``events_to_register``) is woken by every event, as kube-scheduler does."""
         out: dict[str, list[ClusterEventWithHint]] = {}
         for name, p in self.plugins.items():
             if isinstance(p, EnqueueExtensions):
                 try:
                     out[name] = list(p.events_to_register())
                 except Exception:  # a plugin bug must not stop the scheduler
-                    out[name] = []
+                    out[name] = [ClusterEventWithHint(WILDCARD_EVENT)]
+            else:
+                out[name] = [ClusterEventWithHint(WILDCARD_EVENT)]
         return out
 
     # ---------------------------------------------------------------------------------- filtering

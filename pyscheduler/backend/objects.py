@@ -1,0 +1,63 @@
+"""ObjectStore: the cluster objects plugins consult besides pods and nodes (PVCs, PVs, StorageClasses,
+CSINodes, PodDisruptionBudgets, Namespaces, Services, ReplicaSets, StatefulSets,
+ReplicationControllers), kept current by the watches and read through the ``ClusterObjects`` protocol.
+
+Objects are stored as the API's JSON minus ``managedFields`` and the last-applied annotation; plugins
+treat them as read-only. Lookups are by (kind, namespace, name); cluster-scoped kinds use namespace "".
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+JSON = dict[str, Any]
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def slim(obj: JSON) -> JSON:
+    """Drop what no plugin reads and what costs memory."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        ann = meta.get("annotations")
+        if isinstance(ann, dict):
+            ann.pop(_LAST_APPLIED, None)
+    return obj
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    return f"{ns}/{meta.get('name', '')}"
+
+
+class ObjectStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kinds: dict[str, dict[str, JSON]] = {}
+
+    def put(self, kind: str, obj: JSON) -> None:
+        with self._lock:
+            self._kinds.setdefault(kind, {})[object_key(obj)] = obj
+
+    def remove(self, kind: str, obj: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._kinds.get(kind, {}).pop(object_key(obj), None)
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        with self._lock:
+            return self._kinds.get(kind, {}).get(f"{namespace or ''}/{name}")
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]:
+        with self._lock:
+            items = list(self._kinds.get(kind, {}).values())
+        if namespace is None:
+            return items
+        return [o for o in items if (o.get("metadata") or {}).get("namespace", "") == namespace]
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(self._kinds.get(kind, {}))

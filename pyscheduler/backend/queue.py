@@ -1,0 +1,999 @@
+"""SchedulingQueue: the pending pods, modelled on kube-scheduler's PriorityQueue (queueing hints on).
+
+Design
+------
+Every pending pod (unassigned, not deleted) the queue knows is in exactly one place::
+
+    activeQ        heap ordered by the QueueSort ``less`` (ties: first in, first out); pop() takes the head
+    backoffQ       heap ordered by backoff expiry: failed recently, waiting out its backoff
+    unschedulable  uid -> QueuedPodInfo: failed, waiting for a cluster event that may help it
+    gated          uid -> QueuedPodInfo: PreEnqueue said not yet (e.g. scheduling gates)
+    in-flight      popped, its scheduling/binding cycle is running; the queue records the cluster
+                   events that arrive meanwhile, so a failure they may have fixed is retried at once
+
+State machine of one pod (edge labels in quotes are the ``event`` label given to
+scheduler_queue_incoming_pods_total when the pod enters a queue)::
+
+      add(pod) "UnschedulablePodAdd", update() of an unknown pod "UnschedulablePodUpdate"
+                           |
+                           v          rejects
+                    ( PreEnqueue ) -------------------------------------------> [gated]
+                           | passes                                              |   ^
+                           v                                                     |   | PreEnqueue
+       +------------> [activeQ] <----- PreEnqueue passes after: update(), -------+   | rejects again
+       |                   |           an event the gating plugin registered,   ----+
+       |                   | pop()     activate() "ForceActivate"
+       |                   v           (attempts += 1, rejecting plugins cleared)
+       |             [in-flight] ---- done(uid): bound ---------------------------> (gone)
+       |                   +---- delete(pod): tombstoned; dropped when handed back
+       |                   |
+       |                   | add_unschedulable_if_not_present(qpi) "ScheduleAttemptFailure"
+       |                   v
+       |        ( error, or no rejecting plugin, or an event recorded while in flight that a
+       |          rejecting plugin's hint QUEUEs? )  --no-->  [unschedulable]
+       |                   | yes                                   |
+       |                   v                                       | move_all_to_active_or_backoff(ev)
+       |        ( still backing off? ) --yes--> [backoffQ]         | whose hint QUEUEs (label: the event),
+       |                   | no                     |              | update() changing metadata/spec
+       |                   |                        |              | "UnschedulablePodUpdate",
+       |                   |   flush(): expired     |              | flush(): unschedulable longer than
+       |                   |   "BackoffComplete"    |              | unschedulable_max_stay
+       |                   v                        v              | "UnschedulableTimeout"
+       +-------------------+------------------------+              v
+                                                          ( still backing off? ) -> backoffQ / activeQ
+
+    Every move into activeQ goes through PreEnqueue first (a pod it rejects goes to [gated]).
+    activate(uids) moves pods from backoffQ, unschedulable or gated to activeQ ("ForceActivate"); for
+    an in-flight pod it records ForceActivate, so that a failure is requeued at once.
+    A rejection by a *pending* plugin (Status PENDING, in ``pending_plugins``) whose hint QUEUEs
+    skips backoff (kube's queueImmediately).
+
+Backoff: ``initial_backoff * 2**(attempts-1)`` capped at ``max_backoff``, counted from ``timestamp``
+(set to now when the failed pod is requeued); a pod never attempted has no backoff.
+
+Queueing hints: ``events_map`` maps a plugin name to the events it registered
+(``EnqueueExtensions.events_to_register``). An event can move a pod only if one of the plugins that
+rejected it (``unschedulable_plugins | pending_plugins``) registered a matching event and that
+registration's hint (``None`` means always) returns QUEUE for (pod, old, new); a hint that raises
+counts as QUEUE. A plugin absent from ``events_map`` registered nothing, so no event retries the pods
+only it rejected (the caller should register "all events" for plugins without EnqueueExtensions, as
+kube's framework does). Wildcard events (ForceActivate, UnschedulableTimeout, WildCardEvent) move
+every pod, except gated ones whose gating plugin did not register them. Events nobody registered
+are ignored (not even recorded for in-flight pods).
+
+Time: ``clock`` drives every timestamp and expiry (a FakeClock makes tests exact); ``pop(timeout)``
+waits on the real clock (``threading.Condition.wait``), since a fake clock never moves by itself.
+
+Thread safety: one lock and one Condition guard all state. ``less``, ``pre_enqueue``, the hint
+functions and ``on_incoming`` run under that lock and must not call back into the queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pyscheduler.framework.clock import Clock
+from pyscheduler.framework.events import (
+    FORCE_ACTIVATE,
+    UNSCHEDULABLE_TIMEOUT,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from pyscheduler.framework.status import Status, is_success
+from pyscheduler.framework.types import Pod, PodInfo
+
+__all__ = [
+    "ACTIVE",
+    "BACKOFF",
+    "BACKOFF_COMPLETE",
+    "EVENT_UNSCHEDULED_POD_ADD",
+    "EVENT_UNSCHEDULED_POD_UPDATE",
+    "GATED",
+    "IN_FLIGHT",
+    "SCHEDULE_ATTEMPT_FAILURE",
+    "UNSCHEDULABLE",
+    "QueuedPodInfo",
+    "SchedulingQueue",
+    "event_label",
+    "is_pod_updated",
+]
+
+log = logging.getLogger(__name__)
+
+# Where a pod is (``SchedulingQueue.where``) and the ``queue`` label of the pending-pods metric.
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+IN_FLIGHT = "in_flight"
+
+# kube's event labels for moves that are not cluster events.
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD)
+EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE)
+
+
+def event_label(event: ClusterEvent) -> str:
+    """kube's ClusterEvent.Label(): the explicit label, else resource + action (``NodeAdd``,
+    ``UnschedulablePodUpdate``, ``NodeUpdateNodeLabel``)."""
+    if event.label:
+        return event.label
+    name = event.action.name or str(int(event.action))
+    action = "|".join("".join(w.capitalize() for w in part.split("_")) for part in name.split("|"))
+    return f"{event.resource.value}{action}"
+
+
+_POD_ADD_LABEL = event_label(EVENT_UNSCHEDULED_POD_ADD)  # "UnschedulablePodAdd"
+_POD_UPDATE_LABEL = event_label(EVENT_UNSCHEDULED_POD_UPDATE)  # "UnschedulablePodUpdate"
+_FORCE_ACTIVATE_LABEL = event_label(FORCE_ACTIVATE)
+
+# Pod fields that are status or bookkeeping: a change there does not make a pod schedulable
+# (kube's isPodUpdated strips status, resourceVersion and managed fields).
+_NOT_SPEC = frozenset(
+    {"resource_version", "phase", "nominated_node_name", "scheduled_condition"}
+    | {"requests", "non_zero_requests"}  # derived from the containers, compared below
+)
+_SPEC_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _NOT_SPEC)
+
+
+def is_pod_updated(old: Pod, new: Pod) -> bool:
+    """True if ``new`` differs from ``old`` in metadata or spec (status and resourceVersion ignored)."""
+    if old is new:
+        return False
+    for name in _SPEC_FIELDS:
+        if getattr(old, name) != getattr(new, name):
+            return True
+    # Container equality ignores requests; compare them explicitly.
+    old_req = [c.requests for c in (*old.init_containers, *old.containers)]
+    new_req = [c.requests for c in (*new.init_containers, *new.containers)]
+    return old_req != new_req
+
+
+# ============================================================================================ records
+
+
+class QueuedPodInfo:
+    """A pending pod and its queue bookkeeping (satisfies ``framework.interfaces.QueuedPodInfoView``).
+
+    ``timestamp`` is when the pod was added or last requeued after a failure (QueueSort's tie-break
+    and the start of its backoff); ``initial_attempt_timestamp`` when it first became ready to be
+    scheduled (kube sets it when the pod first enters activeQ). ``unschedulable_plugins`` and
+    ``pending_plugins`` are filled by the scheduler after a failed attempt (cleared by ``pop``);
+    ``gated``/``gating_plugin`` by PreEnqueue.
+    """
+
+    __slots__ = (
+        "attempts",
+        "gated",
+        "gating_plugin",
+        "initial_attempt_timestamp",
+        "pending_plugins",
+        "pod_info",
+        "timestamp",
+        "unschedulable_plugins",
+    )
+
+    def __init__(
+        self,
+        pod_info: PodInfo | Pod,
+        timestamp: float,
+        *,
+        initial_attempt_timestamp: float | None = None,
+        attempts: int = 0,
+        unschedulable_plugins: Iterable[str] = (),
+        pending_plugins: Iterable[str] = (),
+        gated: bool = False,
+        gating_plugin: str = "",
+    ) -> None:
+        self.pod_info = pod_info if isinstance(pod_info, PodInfo) else PodInfo(pod_info)
+        self.timestamp = timestamp
+        self.initial_attempt_timestamp = initial_attempt_timestamp
+        self.attempts = attempts
+        self.unschedulable_plugins: set[str] = set(unschedulable_plugins)
+        self.pending_plugins: set[str] = set(pending_plugins)
+        self.gated = gated
+        self.gating_plugin = gating_plugin
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+    @property
+    def uid(self) -> str:
+        return self.pod_info.pod.uid
+
+    def rejector_plugins(self) -> set[str]:
+        return self.unschedulable_plugins | self.pending_plugins
+
+    def __repr__(self) -> str:
+        extra = f", gated by {self.gating_plugin or '?'}" if self.gated else ""
+        plugins = sorted(self.rejector_plugins())
+        return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts}, rejected_by={plugins}{extra})"
+
+
+class _Strategy(enum.IntEnum):
+    """kube's queueingStrategy, ordered by precedence."""
+
+    SKIP = 0  # stay in the unschedulable pool
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ
+
+
+class _Event:
+    """A cluster event recorded while pods were in flight. ``target`` set: it concerns that pod only."""
+
+    __slots__ = ("event", "new", "old", "self_update", "target")
+
+    def __init__(self, event: ClusterEvent, old: Any, new: Any, target: str | None = None,
+                 self_update: bool = False) -> None:
+        self.event = event
+        self.old = old
+        self.new = new
+        self.target = target
+        self.self_update = self_update
+
+
+class _InFlight:
+    __slots__ = ("latest", "qpi", "start")
+
+    def __init__(self, qpi: QueuedPodInfo, start: int) -> None:
+        self.qpi = qpi
+        self.start = start  # absolute index in the event log of the first event it must see
+        self.latest: Pod | None = None  # newest version seen by update() while in flight
+
+
+# ============================================================================================ heap
+
+
+class _Entry:
+    __slots__ = ("index", "key", "qpi", "seq")
+
+    def __init__(self, qpi: QueuedPodInfo, seq: int, key: float = 0.0) -> None:
+        self.qpi = qpi
+        self.seq = seq
+        self.key = key
+        self.index = -1
+
+
+class _Heap:
+    """A binary heap of entries addressable by pod uid (kube's heap.Heap): O(log n) push, pop,
+    remove and re-sort of any entry, so nothing stale is ever left inside."""
+
+    __slots__ = ("_by_uid", "_items", "_lt")
+
+    def __init__(self, lt: Callable[[_Entry, _Entry], bool]) -> None:
+        self._items: list[_Entry] = []
+        self._by_uid: dict[str, _Entry] = {}
+        self._lt = lt
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._by_uid
+
+    def __iter__(self) -> Iterator[_Entry]:
+        return iter(self._items)
+
+    def get(self, uid: str) -> _Entry | None:
+        return self._by_uid.get(uid)
+
+    def peek(self) -> _Entry | None:
+        return self._items[0] if self._items else None
+
+    def push(self, entry: _Entry) -> None:
+        uid = entry.qpi.uid
+        old = self._by_uid.get(uid)
+        if old is not None:
+            self._remove_at(old.index)
+        entry.index = len(self._items)
+        self._items.append(entry)
+        self._by_uid[uid] = entry
+        self._up(entry.index)
+
+    def pop(self) -> _Entry:
+        entry = self._items[0]
+        self._remove_at(0)
+        return entry
+
+    def remove(self, uid: str) -> _Entry | None:
+        entry = self._by_uid.get(uid)
+        if entry is not None:
+            self._remove_at(entry.index)
+        return entry
+
+    def fix(self, uid: str) -> None:
+        """Restore the order after the entry's sort key changed."""
+        entry = self._by_uid[uid]
+        if not self._up(entry.index):
+            self._down(entry.index)
+
+    def _remove_at(self, i: int) -> None:
+        items = self._items
+        entry = items[i]
+        last = items.pop()
+        del self._by_uid[entry.qpi.uid]
+        entry.index = -1
+        if i < len(items):
+            items[i] = last
+            last.index = i
+            if not self._up(i):
+                self._down(i)
+
+    def _swap(self, i: int, j: int) -> None:
+        items = self._items
+        items[i], items[j] = items[j], items[i]
+        items[i].index = i
+        items[j].index = j
+
+    def _up(self, i: int) -> bool:
+        moved = False
+        items, lt = self._items, self._lt
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not lt(items[i], items[parent]):
+                break
+            self._swap(i, parent)
+            i = parent
+            moved = True
+        return moved
+
+    def _down(self, i: int) -> None:
+        items, lt = self._items, self._lt
+        n = len(items)
+        while True:
+            left = 2 * i + 1
+            if left >= n:
+                return
+            child = left
+            right = left + 1
+            if right < n and lt(items[right], items[left]):
+                child = right
+            if not lt(items[child], items[i]):
+                return
+            self._swap(i, child)
+            i = child
+
+
+# ============================================================================================ queue
+
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+PreEnqueueFn = Callable[[Pod], Status | None]
+IncomingHook = Callable[[str, str], None]
+
+
+class SchedulingQueue:
+    """kube-scheduler's PriorityQueue with its nominator. See the module docstring."""
+
+    def __init__(
+        self,
+        less: LessFn,
+        clock: Clock,
+        *,
+        pre_enqueue: PreEnqueueFn | None = None,
+        events_map: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        unschedulable_max_stay: float = 300.0,
+        on_incoming: IncomingHook | None = None,
+    ) -> None:
+        if initial_backoff < 0 or max_backoff < 0 or unschedulable_max_stay < 0:
+            raise ValueError("backoff and unschedulable durations must be >= 0")
+        self._less = less
+        self._clock = clock
+        self._pre_enqueue = pre_enqueue
+        self._events_map: dict[str, tuple[ClusterEventWithHint, ...]] = {
+            plugin: tuple(regs) for plugin, regs in (events_map or {}).items()
+        }
+        self._registered: tuple[ClusterEvent, ...] = tuple(
+            dict.fromkeys(reg.event for regs in self._events_map.values() for reg in regs)
+        )
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._max_stay = unschedulable_max_stay
+        self._on_incoming = on_incoming
+
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._seq = itertools.count()
+        self._active = _Heap(self._active_lt)
+        self._backoff = _Heap(_backoff_lt)
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        # in flight: uid -> record, in pop order (so the first record has the smallest event index)
+        self._in_flight: dict[str, _InFlight] = {}
+        self._events: list[_Event] = []  # events since the oldest in-flight pod was popped
+        self._events_base = 0  # absolute index of _events[0]
+        self._deleted_in_flight: set[str] = set()  # deleted while in flight: drop when they come back
+        self._cycle = 0
+        self._closed = False
+        # nominator: pods that preemption (or the API) placed on a node, to be counted there
+        self._nominated: dict[str, list[PodInfo]] = {}
+        self._nominated_node: dict[str, str] = {}
+
+    # ----------------------------------------------------------------------------- heap orders
+
+    def _active_lt(self, a: _Entry, b: _Entry) -> bool:
+        if self._less(a.qpi, b.qpi):
+            return True
+        if self._less(b.qpi, a.qpi):
+            return False
+        return a.seq < b.seq
+
+    # ============================================================================ pod events
+
+    def add(self, pod: Pod) -> None:
+        """A new pending pod: to activeQ, or the gated pool if PreEnqueue rejects it. A pod the queue
+        already knows is updated instead."""
+        with self._lock:
+            if self._where(pod.uid) is not None:
+                self._update(None, pod)
+                return
+            qpi = QueuedPodInfo(PodInfo(pod), self._clock.now())
+            if self._move_to_active(qpi, _POD_ADD_LABEL):
+                self._cond.notify_all()
+
+    def update(self, old: Pod | None, new: Pod) -> None:
+        """A pending pod changed. Updated in place wherever it is; a gated pod whose PreEnqueue now
+        passes, or an unschedulable pod whose metadata/spec changed, is requeued (backoffQ if still
+        backing off, else activeQ). An unknown pod is added."""
+        with self._lock:
+            self._update(old, new)
+
+    def _update(self, old: Pod | None, new: Pod) -> None:
+        uid = new.uid
+        rec = self._in_flight.get(uid)
+        if rec is not None:
+            # it comes back through add_unschedulable_if_not_present (with this version) or is bound
+            previous = rec.latest or rec.qpi.pod
+            rec.latest = new
+            before = old or previous
+            if is_pod_updated(before, new):
+                self._record(_Event(EVENT_UNSCHEDULED_POD_UPDATE, before, new, uid, self_update=True))
+            return
+        entry = self._active.get(uid)
+        if entry is not None:
+            previous = entry.qpi.pod
+            entry.qpi.pod_info = PodInfo(new)
+            self._active.fix(uid)
+            self._update_nominated(previous, entry.qpi.pod_info)
+            return
+        entry = self._backoff.get(uid)
+        if entry is not None:
+            previous = entry.qpi.pod
+            entry.qpi.pod_info = PodInfo(new)
+            self._update_nominated(previous, entry.qpi.pod_info)
+            return
+        qpi = self._unschedulable.get(uid)
+        if qpi is not None:
+            previous = qpi.pod
+            qpi.pod_info = PodInfo(new)
+            self._update_nominated(previous, qpi.pod_info)
+            if (
+                is_pod_updated(old or previous, new)
+                and self._requeue(qpi, _Strategy.AFTER_BACKOFF, _POD_UPDATE_LABEL) == ACTIVE
+            ):
+                self._cond.notify_all()
+            return
+        qpi = self._gated.get(uid)
+        if qpi is not None:
+            previous = qpi.pod
+            qpi.pod_info = PodInfo(new)
+            self._update_nominated(previous, qpi.pod_info)
+            self._run_pre_enqueue(qpi)
+            if not qpi.gated and self._requeue(qpi, _Strategy.AFTER_BACKOFF, _POD_UPDATE_LABEL) == ACTIVE:
+                self._cond.notify_all()
+            return
+        qpi = QueuedPodInfo(PodInfo(new), self._clock.now())
+        if self._move_to_active(qpi, _POD_UPDATE_LABEL):
+            self._cond.notify_all()
+
+    def delete(self, pod: Pod) -> None:
+        """The pod is gone (deleted, or assigned by someone else): forget it wherever it is."""
+        uid = pod.uid
+        with self._lock:
+            self._delete_nominated(uid)
+            if self._active.remove(uid) or self._backoff.remove(uid):
+                return
+            if self._unschedulable.pop(uid, None) or self._gated.pop(uid, None):
+                return
+            if uid in self._in_flight:
+                self._deleted_in_flight.add(uid)
+                self._forget_in_flight(uid)
+
+    # ============================================================================ scheduling cycle
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """The head of activeQ, now in flight. Blocks until there is one, ``timeout`` real seconds
+        pass (None: forever; 0: don't wait) or the queue is closed; then None."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                while not self._active:
+                    if self._closed:
+                        return None
+                    if deadline is None:
+                        self._cond.wait()
+                    else:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            return None
+                        self._cond.wait(remaining)
+                qpi = self._active.pop().qpi
+                uid = qpi.uid
+                if uid in self._in_flight:  # tracked twice: a bug; drop this copy (as kube does)
+                    log.error("pod %s popped while already in flight; discarding it", qpi.pod.key)
+                    continue
+                qpi.attempts += 1
+                if qpi.initial_attempt_timestamp is None:
+                    qpi.initial_attempt_timestamp = self._clock.now()
+                qpi.unschedulable_plugins.clear()
+                qpi.pending_plugins.clear()
+                qpi.gated = False
+                qpi.gating_plugin = ""
+                self._in_flight[uid] = _InFlight(qpi, self._events_base + len(self._events))
+                self._cycle += 1
+                return qpi
+
+    def done(self, uid: str) -> None:
+        """The pod's cycle is over (bound, or handed back): stop tracking events for it."""
+        with self._lock:
+            self._forget_in_flight(uid)
+            self._deleted_in_flight.discard(uid)
+
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, *, error: bool = False) -> None:
+        """Hand back a pod whose attempt failed (its ``unschedulable_plugins``/``pending_plugins`` say
+        who rejected it; ``error``: something broke, nobody rejected it). Ends its in-flight tracking.
+
+        - deleted meanwhile: dropped;
+        - error or no rejecting plugin: backoffQ (activeQ once backoff expired);
+        - an event recorded while in flight that a rejecting plugin's hint queues for: backoffQ or
+          activeQ (activeQ at once if the plugin was a pending one);
+        - otherwise: the unschedulable pool.
+        A pod that was never popped (or already done) is treated as if an event arrived: it backs off.
+        """
+        uid = qpi.uid
+        with self._lock:
+            try:
+                if uid in self._deleted_in_flight:
+                    return
+                where = self._where(uid)
+                if where is not None and where != IN_FLIGHT:
+                    log.warning("pod %s is already in %s; not requeued", qpi.pod.key, where)
+                    return
+                rec = self._in_flight.get(uid)
+                if rec is not None and rec.latest is not None:
+                    qpi.pod_info = PodInfo(rec.latest)
+                if error:
+                    qpi.unschedulable_plugins.clear()
+                    qpi.pending_plugins.clear()
+                qpi.timestamp = self._clock.now()
+                strategy = self._strategy_for_in_flight(qpi, rec)
+                if self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
+                    self._cond.notify_all()
+            finally:
+                self._forget_in_flight(uid)
+                self._deleted_in_flight.discard(uid)
+
+    def scheduling_cycle(self) -> int:
+        """How many pods were popped so far."""
+        with self._lock:
+            return self._cycle
+
+    # ============================================================================ moves
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None:
+        """A cluster event happened: requeue the unschedulable (and gated) pods it may help (see the
+        module docstring), and record it for in-flight pods. ``pre_check`` narrows the candidates."""
+        with self._lock:
+            if not self._is_interesting(event):
+                return
+            candidates = [
+                qpi
+                for pool in (self._unschedulable, self._gated)
+                for qpi in pool.values()
+                if pre_check is None or pre_check(qpi.pod)
+            ]
+            self._move_pods(candidates, event, old, new)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Force these pods to activeQ (through PreEnqueue). In-flight pods get a ForceActivate event
+        so that a failure requeues them at once; pods already in activeQ or unknown are ignored."""
+        with self._lock:
+            activated = False
+            for uid in uids:
+                entry = self._backoff.remove(uid)
+                qpi: QueuedPodInfo | None = entry.qpi if entry is not None else None
+                if qpi is None:
+                    qpi = self._unschedulable.get(uid) or self._gated.get(uid)
+                if qpi is not None:
+                    activated |= self._move_to_active(qpi, _FORCE_ACTIVATE_LABEL)
+                    continue
+                rec = self._in_flight.get(uid)
+                if rec is not None:
+                    pod = rec.latest or rec.qpi.pod
+                    self._record(_Event(FORCE_ACTIVATE, None, pod, uid))
+            if activated:
+                self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Both periodic moves (kube runs them every 1 s and 30 s; the scheduler calls this)."""
+        self.flush_backoff_completed()
+        self.flush_unschedulable_leftover()
+
+    def flush_backoff_completed(self) -> None:
+        """Move pods whose backoff expired from backoffQ to activeQ (BackoffComplete)."""
+        with self._lock:
+            now = self._clock.now()
+            activated = False
+            while True:
+                head = self._backoff.peek()
+                if head is None or head.key > now:
+                    break
+                self._backoff.pop()
+                activated |= self._move_to_active(head.qpi, BACKOFF_COMPLETE)
+            if activated:
+                self._cond.notify_all()
+
+    def flush_unschedulable_leftover(self) -> None:
+        """Requeue pods that stayed unschedulable longer than ``unschedulable_max_stay``
+        (UnschedulableTimeout; gated pods only if their gating plugin registered that event)."""
+        with self._lock:
+            now = self._clock.now()
+            stale = [
+                qpi
+                for pool in (self._unschedulable, self._gated)
+                for qpi in pool.values()
+                if now - qpi.timestamp > self._max_stay
+            ]
+            if stale:
+                self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
+
+    def close(self) -> None:
+        """Wake every pop(); once activeQ is empty they return None."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ============================================================================ nominator
+
+    def add_nominated_pod(self, pod_info: PodInfo, node_name: str = "") -> None:
+        """Nominate the pod on ``node_name`` ("" = its ``status.nominatedNodeName``), replacing any
+        earlier nomination; the pod's requests then count on that node for lower-priority pods."""
+        with self._lock:
+            self._add_nominated(pod_info, node_name)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        with self._lock:
+            self._delete_nominated(pod.uid)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        with self._lock:
+            return list(self._nominated.get(node_name, ()))
+
+    def nominated_node_name(self, uid: str) -> str | None:
+        with self._lock:
+            return self._nominated_node.get(uid)
+
+    def _add_nominated(self, pod_info: PodInfo, node_name: str = "") -> None:
+        pod = pod_info.pod
+        self._delete_nominated(pod.uid)
+        node = node_name or pod.nominated_node_name
+        if not node or pod.node_name:
+            return  # nothing to nominate, or already assigned
+        self._nominated_node[pod.uid] = node
+        self._nominated.setdefault(node, []).append(pod_info)
+
+    def _delete_nominated(self, uid: str) -> None:
+        node = self._nominated_node.pop(uid, None)
+        if node is None:
+            return
+        pods = [pi for pi in self._nominated.get(node, ()) if pi.pod.uid != uid]
+        if pods:
+            self._nominated[node] = pods
+        else:
+            self._nominated.pop(node, None)
+
+    def _update_nominated(self, old: Pod, new_info: PodInfo) -> None:
+        """kube's updateNominatedPodUnlocked: keep an in-memory nomination when an update carries
+        none (the status write may not have landed yet); otherwise follow the pod's status."""
+        if old.uid not in self._nominated_node and not new_info.pod.nominated_node_name:
+            return
+        keep = ""
+        if not old.nominated_node_name and not new_info.pod.nominated_node_name:
+            keep = self._nominated_node.get(old.uid, "")
+        self._add_nominated(new_info, keep)
+
+    # ============================================================================ inspection
+
+    def pending_pods(self) -> dict[str, int]:
+        """Counts per queue, for scheduler_pending_pods{queue}."""
+        with self._lock:
+            return {
+                ACTIVE: len(self._active),
+                BACKOFF: len(self._backoff),
+                UNSCHEDULABLE: len(self._unschedulable),
+                GATED: len(self._gated),
+            }
+
+    def pending_pod_list(self) -> dict[str, list[Pod]]:
+        """The pods per queue, in-flight ones under ``in_flight`` (debugging)."""
+        with self._lock:
+            return {
+                ACTIVE: [e.qpi.pod for e in self._active],
+                BACKOFF: [e.qpi.pod for e in self._backoff],
+                UNSCHEDULABLE: [q.pod for q in self._unschedulable.values()],
+                GATED: [q.pod for q in self._gated.values()],
+                IN_FLIGHT: [r.qpi.pod for r in self._in_flight.values()],
+            }
+
+    def where(self, uid: str) -> str | None:
+        """Which queue holds the pod: ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT, or None."""
+        with self._lock:
+            return self._where(uid)
+
+    def get(self, uid: str) -> QueuedPodInfo | None:
+        with self._lock:
+            for pool in (self._unschedulable, self._gated):
+                if uid in pool:
+                    return pool[uid]
+            entry = self._active.get(uid) or self._backoff.get(uid)
+            if entry is not None:
+                return entry.qpi
+            rec = self._in_flight.get(uid)
+            return rec.qpi if rec is not None else None
+
+    def in_flight_count(self) -> int:
+        with self._lock:
+            return len(self._in_flight)
+
+    def in_flight_event_count(self) -> int:
+        """Events kept for in-flight pods (bounded by what arrived since the oldest was popped)."""
+        with self._lock:
+            return len(self._events)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        """When the pod's backoff ends (``timestamp`` + its backoff duration)."""
+        return qpi.timestamp + self._backoff_duration(qpi)
+
+    def __len__(self) -> int:
+        """Pending pods (in-flight ones excluded)."""
+        with self._lock:
+            return len(self._active) + len(self._backoff) + len(self._unschedulable) + len(self._gated)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k}={v}" for k, v in self.pending_pods().items())
+        return f"SchedulingQueue({counts}, in_flight={self.in_flight_count()})"
+
+    # ============================================================================ internals (lock held)
+
+    def _where(self, uid: str) -> str | None:
+        if uid in self._active:
+            return ACTIVE
+        if uid in self._backoff:
+            return BACKOFF
+        if uid in self._unschedulable:
+            return UNSCHEDULABLE
+        if uid in self._gated:
+            return GATED
+        if uid in self._in_flight:
+            return IN_FLIGHT
+        return None
+
+    def _incoming(self, queue: str, label: str) -> None:
+        if self._on_incoming is None:
+            return
+        try:
+            self._on_incoming(queue, label)
+        except Exception:  # a metrics hook must not break the queue
+            log.exception("on_incoming hook failed")
+
+    def _backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        if qpi.attempts <= 0 or self._initial_backoff <= 0:
+            return 0.0
+        duration = self._initial_backoff
+        for _ in range(1, qpi.attempts):
+            if duration >= self._max_backoff:
+                break
+            duration *= 2
+        return min(duration, self._max_backoff)
+
+    def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(qpi) > self._clock.now()
+
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
+        """Run PreEnqueue; a rejection gates the pod and adds the gating plugin to its rejectors."""
+        if self._pre_enqueue is None:
+            qpi.gated, qpi.gating_plugin = False, ""
+            return
+        try:
+            status = self._pre_enqueue(qpi.pod)
+        except Exception as e:  # a plugin bug keeps the pod gated, it does not break the queue
+            log.exception("PreEnqueue failed for pod %s", qpi.pod.key)
+            status = Status.as_error(e)
+        if is_success(status):
+            qpi.gated, qpi.gating_plugin = False, ""
+            return
+        assert status is not None
+        qpi.gated = True
+        qpi.gating_plugin = status.plugin
+        if status.plugin:
+            qpi.unschedulable_plugins.add(status.plugin)
+
+    def _detach(self, uid: str) -> None:
+        """Remove the pod from every waiting pool (not in-flight tracking)."""
+        self._active.remove(uid)
+        self._backoff.remove(uid)
+        self._unschedulable.pop(uid, None)
+        self._gated.pop(uid, None)
+
+    def _park(self, qpi: QueuedPodInfo, label: str) -> None:
+        """Put the pod in the unschedulable pool, or the gated pool if it is gated."""
+        uid = qpi.uid
+        was_parked = uid in self._unschedulable or uid in self._gated
+        self._detach(uid)
+        (self._gated if qpi.gated else self._unschedulable)[uid] = qpi
+        if not was_parked:  # kube counts gated pods as entering "unschedulable"
+            self._incoming(UNSCHEDULABLE, label)
+
+    def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> bool:
+        """PreEnqueue, then activeQ (True) or the gated pool (False)."""
+        self._run_pre_enqueue(qpi)
+        if qpi.gated:
+            self._park(qpi, label)
+            return False
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock.now()
+        uid = qpi.uid
+        self._detach(uid)
+        self._active.push(_Entry(qpi, next(self._seq)))
+        self._incoming(ACTIVE, label)
+        if label in (_POD_ADD_LABEL, _POD_UPDATE_LABEL):
+            self._add_nominated(qpi.pod_info)
+        return True
+
+    def _move_to_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
+        self._detach(qpi.uid)
+        self._backoff.push(_Entry(qpi, next(self._seq), self.backoff_expiry(qpi)))
+        self._incoming(BACKOFF, label)
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, label: str) -> str:
+        """kube's requeuePodWithQueueingStrategy; returns the queue the pod went to."""
+        if strategy == _Strategy.SKIP:
+            self._park(qpi, label)
+            return GATED if qpi.gated else UNSCHEDULABLE
+        if strategy == _Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
+            self._move_to_backoff(qpi, label)
+            return BACKOFF
+        if self._move_to_active(qpi, label):
+            return ACTIVE
+        return GATED
+
+    def _is_interesting(self, event: ClusterEvent) -> bool:
+        if _is_wildcard(event):
+            return True
+        return any(event.matches(reg) for reg in self._registered)
+
+    def _gate_allows(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        """A gated pod is reconsidered only for events its gating plugin registered."""
+        regs = self._events_map.get(qpi.gating_plugin, ())
+        return any(event.matches(reg.event) for reg in regs)
+
+    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
+        """kube's isPodWorthRequeuing."""
+        rejectors = qpi.rejector_plugins()
+        if not rejectors:
+            return _Strategy.AFTER_BACKOFF
+        if _is_wildcard(event):
+            if isinstance(new, Pod) and new.uid != qpi.uid:
+                return _Strategy.SKIP  # a wildcard event aimed at another pod
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for plugin in sorted(rejectors):
+            for reg in self._events_map.get(plugin, ()):
+                if not event.matches(reg.event):
+                    continue
+                if reg.hint is not None:
+                    try:
+                        hint = reg.hint(qpi.pod, old, new)
+                    except Exception:  # kube: an error counts as Queue so the pod is not stuck
+                        log.exception("queueing hint of %s failed for pod %s", plugin, qpi.pod.key)
+                        hint = QueueingHint.QUEUE
+                    if hint != QueueingHint.QUEUE:
+                        continue
+                if plugin in qpi.pending_plugins:
+                    return _Strategy.IMMEDIATELY
+                if not qpi.pending_plugins:
+                    return _Strategy.AFTER_BACKOFF
+                strategy = _Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: _InFlight | None) -> _Strategy:
+        """kube's determineSchedulingHintForInFlightPod: what the events seen while in flight say."""
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            return _Strategy.AFTER_BACKOFF
+        if rec is None:
+            log.warning("pod %s handed back but not in flight; backing it off", qpi.pod.key)
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        uid = qpi.uid
+        for i in range(rec.start - self._events_base, len(self._events)):
+            ev = self._events[i]
+            if ev.target is not None and ev.target != uid:
+                continue
+            if ev.self_update:
+                s = _Strategy.AFTER_BACKOFF  # the pod's own spec changed (see update())
+            else:
+                s = self._worth_requeuing(qpi, ev.event, ev.old, ev.new)
+            if s == _Strategy.IMMEDIATELY:
+                return s
+            if s == _Strategy.AFTER_BACKOFF:
+                strategy = s
+                if not qpi.pending_plugins:
+                    return s
+        return strategy
+
+    def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
+        """kube's movePodsToActiveOrBackoffQueue."""
+        label = event_label(event)
+        activated = False
+        for qpi in pods:
+            if qpi.gated and not self._gate_allows(qpi, event):
+                continue
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if strategy == _Strategy.SKIP:
+                continue
+            uid = qpi.uid
+            self._unschedulable.pop(uid, None)
+            self._gated.pop(uid, None)
+            if self._requeue(qpi, strategy, label) == ACTIVE:
+                activated = True
+        self._record(_Event(event, old, new))
+        if activated:
+            self._cond.notify_all()
+
+    def _record(self, ev: _Event) -> None:
+        if self._in_flight:
+            self._events.append(ev)
+
+    def _forget_in_flight(self, uid: str) -> None:
+        if self._in_flight.pop(uid, None) is None:
+            return
+        if not self._in_flight:
+            self._events_base += len(self._events)
+            self._events.clear()
+            return
+        oldest = next(iter(self._in_flight.values())).start
+        drop = oldest - self._events_base
+        if drop > 0:
+            del self._events[:drop]
+            self._events_base = oldest
+
+
+def _backoff_lt(a: _Entry, b: _Entry) -> bool:
+    return (a.key, a.seq) < (b.key, b.seq)
+
+
+def _is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource == Resource.WILDCARD and event.action == Action.ALL
