@@ -97,6 +97,11 @@ class PodBuilder:
         self._spec["priority"] = p
         return self
 
+    def priority_class(self, name: str) -> PodBuilder:
+        """Set spec.priorityClassName (on a real cluster the API server then fills in the priority)."""
+        self._spec["priorityClassName"] = name
+        return self
+
     def preemption_policy(self, policy: str) -> PodBuilder:
         self._spec["preemptionPolicy"] = policy
         return self

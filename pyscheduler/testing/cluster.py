@@ -239,8 +239,10 @@ class LocalCluster:
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                # Pods are admitted without a "default" ServiceAccount (no token controller needed).
-                "--disable-admission-plugins=ServiceAccount",
+                # Pods are admitted without a "default" ServiceAccount (no token controller needed), and
+                # new nodes are not tainted not-ready: no node-lifecycle controller runs to lift the taint
+                # (KWOK keeps nodes Ready instead).
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--max-requests-inflight=2000",

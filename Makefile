@@ -1,0 +1,65 @@
+# pyscheduler — every target sets up what it needs on a fresh machine (Python 3.11 and Go 1.26 present).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench differential dev-cluster-up dev-cluster-down clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+# Builds kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kwok and etcd once into
+# ~/.cache/pyscheduler/controlplane/<versions> (PYSCHEDULER_CACHE overrides); later runs reuse it.
+controlplane: install
+	@bash e2e/controlplane/build.sh >/dev/null
+
+# Unit tests, plugin tests and the integration tests against the real local control plane.
+test: install controlplane
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/pytest -q -m "not cluster" $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check pyscheduler tests conftest.py
+	$(BIN)/mypy
+
+# With KUBECONFIG: run the scheduler against that cluster. Without: start a local control plane with
+# fake nodes, run the scheduler and a demo workload so you can watch pods get scheduled (Ctrl-C stops).
+run: install controlplane
+	@if [ -n "$$KUBECONFIG" ]; then \
+	  exec $(BIN)/pyscheduler run --kubeconfig "$$KUBECONFIG" --no-leader-elect $(ARGS); \
+	else \
+	  exec $(BIN)/pyscheduler demo $(ARGS); \
+	fi
+
+demo: run
+
+dev-cluster-up: install controlplane
+	$(BIN)/pyscheduler dev-cluster up --nodes 5 --with-controller-manager
+
+dev-cluster-down: install
+	$(BIN)/pyscheduler dev-cluster down
+
+# End-to-end suite against the local control plane (controller manager and KWOK on).
+e2e: install controlplane
+	$(BIN)/pytest -q e2e $(PYTEST_ARGS)
+
+# The same suite against a kind cluster (needs a Docker engine).
+e2e-kind: install
+	@bash e2e/kind.sh
+
+differential: install controlplane
+	$(BIN)/python -m bench.differential $(ARGS)
+
+bench: install controlplane
+	$(BIN)/python -m bench.run $(ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info .dev-cluster

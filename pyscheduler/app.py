@@ -1,0 +1,397 @@
+"""Assembly: configuration + registry + client → informers, cache, queue, profiles, scheduler.
+
+Design
+------
+``build_scheduler`` turns a validated ``SchedulerConfig`` into a running system without doing any I/O
+itself (the ``Api`` is passed in). ``App.start()`` starts the watches (one for pods — all of them whose
+phase is neither Succeeded nor Failed —, one for nodes, one per other kind plugins read), waits for their
+first sync, then the scheduling thread. Watch events are routed like this:
+
+    pod, assigned (spec.nodeName set)            → cache (add/update/remove); wakes unschedulable pods
+    pod, unassigned, schedulerName is ours       → queue (add/update/delete)
+    pod, unassigned, another scheduler's         → ignored
+    node                                          → cache; wakes unschedulable pods (queueing hints)
+    PVC/PV/StorageClass/CSINode/PDB/Namespace/... → object store; wakes unschedulable pods
+
+A pod the watch cannot parse (a malformed quantity, say) gets a FailedScheduling event and stays pending;
+the loop goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from pyscheduler.backend.cache import Cache
+from pyscheduler.backend.objects import ObjectStore, slim
+from pyscheduler.backend.queue import SchedulingQueue
+from pyscheduler.backend.snapshot import Snapshot
+from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import JSON, MalformedObject, Node, Pod, identify
+from pyscheduler.framework.waiting_pods import WaitingPods
+from pyscheduler.metrics import SchedulerMetrics
+from pyscheduler.scheduler import Scheduler
+
+log = structlog.get_logger("pyscheduler.app")
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+# Other kinds plugins read: kind -> (list path, event resource)
+OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
+    "PersistentVolumeClaim": ("/api/v1/persistentvolumeclaims", Resource.PVC),
+    "PersistentVolume": ("/api/v1/persistentvolumes", Resource.PV),
+    "StorageClass": ("/apis/storage.k8s.io/v1/storageclasses", Resource.STORAGE_CLASS),
+    "CSINode": ("/apis/storage.k8s.io/v1/csinodes", Resource.CSI_NODE),
+    "CSIDriver": ("/apis/storage.k8s.io/v1/csidrivers", None),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1/csistoragecapacities", None),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1/volumeattachments", None),
+    "PodDisruptionBudget": ("/apis/policy/v1/poddisruptionbudgets", Resource.PDB),
+    "Namespace": ("/api/v1/namespaces", Resource.NAMESPACE),
+    "Service": ("/api/v1/services", None),
+    "ReplicaSet": ("/apis/apps/v1/replicasets", None),
+    "StatefulSet": ("/apis/apps/v1/statefulsets", None),
+    "ReplicationController": ("/api/v1/replicationcontrollers", None),
+}
+
+
+# ------------------------------------------------------------------------------------------ writers
+
+
+class ApiStatusWriter:
+    """Pod status updates (PodScheduled condition, nominatedNodeName) through the async writer."""
+
+    def __init__(self, api: Any, writer: Any, clock: Clock) -> None:
+        self.api = api
+        self.writer = writer
+        self.clock = clock
+
+    def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
+        if pod.scheduled_condition == (status, reason, message):
+            return  # unchanged: spare the API server a write
+        cond = {
+            "type": "PodScheduled",
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": _rfc3339(self.clock.wall()),
+        }
+        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond)
+
+    def nominated_node(self, pod: Pod, node_name: str) -> None:
+        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
+
+
+def _rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+# ------------------------------------------------------------------------------------------ assembly
+
+
+@dataclass
+class App:
+    scheduler: Scheduler
+    queue: SchedulingQueue
+    cache: Cache
+    objects: ObjectStore
+    profiles: dict[str, Framework]
+    metrics: SchedulerMetrics
+    api: Any
+    recorder: Any
+    writer: Any
+    clock: Clock
+    reflectors: list[Any] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    synced: threading.Event = field(default_factory=threading.Event)
+    scheduling: threading.Event = field(default_factory=threading.Event)
+    malformed: dict[str, str] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------------------------- informers
+    def start_informers(self, sync_timeout: float = 120.0) -> None:
+        from pyscheduler.client.reflector import Reflector
+
+        pods = Reflector(
+            self.api, "/api/v1/pods", Pod.from_dict, _uid_key, _PodHandler(self),
+            field_selector=POD_FIELD_SELECTOR, name="pods", on_malformed=self._on_malformed_pod,
+        )
+        nodes = Reflector(self.api, "/api/v1/nodes", Node.from_dict, _name_key, _NodeHandler(self), name="nodes")
+        self.reflectors = [nodes, pods]
+        for kind, (path, resource) in OBJECT_KINDS.items():
+            self.reflectors.append(
+                Reflector(self.api, path, slim, _obj_key, _ObjectHandler(self, kind, resource), name=kind)
+            )
+        for r in self.reflectors:
+            r.start()
+        deadline = time.monotonic() + sync_timeout
+        for r in self.reflectors:
+            if not r.wait_synced(max(0.1, deadline - time.monotonic())):
+                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
+        self.synced.set()
+        log.info("caches synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
+                 pending=self.queue.pending_pods())
+
+    def start_scheduling(self) -> None:
+        if self.scheduling.is_set():
+            return
+        self.scheduling.set()
+        t = threading.Thread(target=self.scheduler.run, args=(self.stop_event,), name="schedule", daemon=True)
+        t.start()
+        self.threads.append(t)
+        f = threading.Thread(target=self._flusher, name="queue-flush", daemon=True)
+        f.start()
+        self.threads.append(f)
+
+    def _flusher(self) -> None:
+        while not self.stop_event.wait(1.0):
+            try:
+                self.queue.flush()
+                self.metrics.set_pending(self.queue.pending_pods())
+            except Exception:
+                log.exception("queue flush failed")
+
+    def stop(self, drain_seconds: float = 10.0) -> None:
+        self.stop_event.set()
+        self.queue.close()
+        self.scheduler.drain_binds(drain_seconds)
+        for r in self.reflectors:
+            r.stop()
+        self.scheduler.shutdown()
+        for closer in (self.recorder, self.writer):
+            if closer is not None:
+                try:
+                    closer.flush(5.0)
+                    closer.stop()
+                except Exception:
+                    log.exception("stopping writer failed")
+
+    # ---------------------------------------------------------------------------------- routing
+    def is_ours(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.profiles
+
+    def _on_malformed_pod(self, obj: JSON, err: Exception) -> None:
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        if spec.get("nodeName") or (spec.get("schedulerName") or "default-scheduler") not in self.profiles:
+            return
+        ns, name, uid = identify(obj)
+        msg = f"pod spec cannot be interpreted: {err}"
+        if self.malformed.get(uid) == msg:
+            return
+        self.malformed[uid] = msg
+        log.warning("malformed pod stays pending", pod=f"{ns}/{name}", error=str(err))
+        stub = Pod(uid=uid, namespace=ns, name=name)
+        self.recorder.event(stub, "Warning", "FailedScheduling", "Scheduling", msg)
+        self.scheduler.status_writer.pod_scheduled_condition(stub, "False", "SchedulerError", msg)
+
+    def move(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        try:
+            self.queue.move_all_to_active_or_backoff(event, old, new)
+        except Exception:
+            log.exception("requeue on event failed", event=str(event))
+
+
+def _uid_key(p: Pod) -> str:
+    return p.uid
+
+
+def _name_key(n: Node) -> str:
+    return n.name
+
+
+def _obj_key(o: JSON) -> str:
+    meta = o.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class _PodHandler:
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def on_add(self, pod: Pod) -> None:
+        a = self.app
+        a.malformed.pop(pod.uid, None)
+        if pod.node_name:
+            a.cache.add_pod(pod)
+            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, pod)
+        elif a.is_ours(pod) and pod.phase not in TERMINAL_PHASES:
+            a.queue.add(pod)
+
+    def on_update(self, old: Pod, new: Pod) -> None:
+        a = self.app
+        a.malformed.pop(new.uid, None)
+        if old.node_name and new.node_name:
+            a.cache.update_pod(old, new)
+            action = Action.UPDATE_OTHER
+            if old.labels != new.labels:
+                action = Action.UPDATE_POD_LABEL
+            elif new.requests.milli_cpu < old.requests.milli_cpu or new.requests.memory < old.requests.memory:
+                action = Action.UPDATE_POD_SCALE_DOWN
+            a.move(ClusterEvent(Resource.ASSIGNED_POD, action, "AssignedPodUpdate"), old, new)
+        elif new.node_name:
+            # bound (by us or anyone): out of the queue, into the cache
+            if a.is_ours(old):
+                a.queue.delete(old)
+            a.cache.add_pod(new)
+            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, new)
+        elif a.is_ours(new):
+            a.queue.update(old, new)
+        elif a.is_ours(old):
+            a.queue.delete(old)
+
+    def on_delete(self, pod: Pod) -> None:
+        a = self.app
+        a.malformed.pop(pod.uid, None)
+        wp = a.scheduler.profiles and a.profiles and next(iter(a.profiles.values())).handle.waiting_pods.get(pod.uid)
+        if wp:
+            wp.reject("", "pod deleted")
+        if pod.node_name:
+            a.cache.remove_pod(pod)
+            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"), pod, None)
+        elif a.is_ours(pod):
+            a.queue.delete(pod)
+
+
+def _node_action(old: Node, new: Node) -> Action:
+    action = Action(0)
+    if old.allocatable != new.allocatable:
+        action |= Action.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= Action.UPDATE_NODE_LABEL
+    if old.taints != new.taints or old.unschedulable != new.unschedulable:
+        action |= Action.UPDATE_NODE_TAINT
+    if old.annotations != new.annotations:
+        action |= Action.UPDATE_NODE_ANNOTATION
+    if old.images != new.images:
+        action |= Action.UPDATE_OTHER
+    return action
+
+
+class _NodeHandler:
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def on_add(self, node: Node) -> None:
+        self.app.cache.add_node(node)
+        self.app.move(ClusterEvent(Resource.NODE, Action.ADD, "NodeAdd"), None, node)
+
+    def on_update(self, old: Node, new: Node) -> None:
+        self.app.cache.update_node(old, new)
+        action = _node_action(old, new)
+        if action:
+            self.app.move(ClusterEvent(Resource.NODE, action, "NodeUpdate"), old, new)
+
+    def on_delete(self, node: Node) -> None:
+        self.app.cache.remove_node(node)
+
+
+class _ObjectHandler:
+    def __init__(self, app: App, kind: str, resource: Resource | None) -> None:
+        self.app = app
+        self.kind = kind
+        self.resource = resource
+
+    def on_add(self, obj: JSON) -> None:
+        self.app.objects.put(self.kind, obj)
+        if self.resource is not None:
+            self.app.move(ClusterEvent(self.resource, Action.ADD, f"{self.kind}Add"), None, obj)
+
+    def on_update(self, old: JSON, new: JSON) -> None:
+        self.app.objects.put(self.kind, new)
+        if self.resource is not None:
+            self.app.move(ClusterEvent(self.resource, Action.UPDATE_OTHER, f"{self.kind}Update"), old, new)
+
+    def on_delete(self, obj: JSON) -> None:
+        self.app.objects.remove(self.kind, obj)
+        if self.resource is not None:
+            self.app.move(ClusterEvent(self.resource, Action.DELETE, f"{self.kind}Delete"), obj, None)
+
+
+def build_frameworks(
+    config: Any, registry: Mapping[str, PluginSpec], handle: FrameworkHandle, metrics: Any
+) -> dict[str, Framework]:
+    frameworks: dict[str, Framework] = {}
+    for profile in config.profiles:
+        names = list(profile.plugins.instantiated)
+        ph = handle.for_profile(None)
+        instances = {n: registry[n].new(profile.plugin_args.get(n), ph) for n in names}
+        pp = ProfilePlugins(
+            points={k: tuple(v) for k, v in profile.plugins.as_dict().items() if v},
+            weights=dict(profile.plugins.score_weights),
+        )
+        frameworks[profile.scheduler_name] = Framework(
+            profile.scheduler_name, instances, pp, ph,
+            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score, metrics=metrics,
+        )
+    return frameworks
+
+
+def build_app(
+    config: Any,
+    registry: Mapping[str, PluginSpec],
+    api: Any,
+    *,
+    clock: Clock | None = None,
+    recorder: Any = None,
+    writer: Any = None,
+    can_bind: Callable[[], bool] = lambda: True,
+    extenders: list[Any] | None = None,
+) -> App:
+    clock = clock or RealClock()
+    metrics = SchedulerMetrics()
+    if recorder is None:
+        from pyscheduler.client.events import EventRecorder
+
+        recorder = EventRecorder(api, reporting_controller="py-scheduler")
+    if writer is None:
+        from pyscheduler.client.writer import AsyncWriter
+
+        writer = AsyncWriter(api)
+    status_writer = ApiStatusWriter(api, writer, clock)
+    snapshot = Snapshot()
+    objects = ObjectStore()
+    waiting = WaitingPods()
+    handle = FrameworkHandle(
+        snapshot=snapshot, objects=objects, client=api, waiting_pods=waiting, nominator=None, clock=clock,
+        extra={"recorder": recorder, "status_writer": status_writer, "metrics": metrics},
+    )
+    frameworks = build_frameworks(config, registry, handle, metrics)
+    first = next(iter(frameworks.values()))
+
+    def pre_enqueue(pod: Pod) -> Status | None:
+        fwk = frameworks.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk else None
+
+    events_map: dict[str, list[ClusterEventWithHint]] = {}
+    for fwk in frameworks.values():
+        for name, evs in fwk.events_to_register().items():
+            events_map.setdefault(name, []).extend(evs)
+    queue = SchedulingQueue(
+        first.less, clock, pre_enqueue=pre_enqueue, events_map=events_map,
+        initial_backoff=float(config.pod_initial_backoff_seconds),
+        max_backoff=float(config.pod_max_backoff_seconds),
+        on_incoming=metrics.incoming,
+    )
+    handle.nominator = queue
+    for fwk in frameworks.values():
+        fwk.handle.nominator = queue
+    cache = Cache()
+    sched = Scheduler(
+        profiles=frameworks, queue=queue, cache=cache, snapshot=snapshot, clock=clock, recorder=recorder,
+        status_writer=status_writer, metrics=metrics,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score, extenders=extenders or [],
+        can_bind=can_bind,
+    )
+    return App(
+        scheduler=sched, queue=queue, cache=cache, objects=objects, profiles=frameworks, metrics=metrics, api=api,
+        recorder=recorder, writer=writer, clock=clock,
+    )

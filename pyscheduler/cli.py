@@ -1,0 +1,235 @@
+"""The ``pyscheduler`` command.
+
+    pyscheduler run [--config FILE] [--kubeconfig FILE]   schedule pods (in a pod: in-cluster config)
+    pyscheduler plugins                                    list registered plugins and their extension points
+    pyscheduler dev-cluster up [--nodes N] [--with-controller-manager] | down | status
+    pyscheduler demo [--nodes N]                           local cluster + scheduler + a demo workload
+
+A configuration error stops ``run`` before it touches the cluster, with the field's path in the message
+and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+DEFAULT_PORT = 10259
+
+
+def _registry() -> Any:
+    from pyscheduler.plugins.registry import full_registry
+
+    return full_registry()
+
+
+def _extension_points(registry: Any) -> Any:
+    from pyscheduler.plugins.registry import plugin_extension_points
+
+    def eps(name: str) -> set[str]:
+        spec = registry.get(name)
+        return plugin_extension_points(spec) if spec else set()
+
+    return eps
+
+
+def load_config_or_exit(path: str | None, registry: Any) -> Any:
+    from pyscheduler.config.load import load_config
+    from pyscheduler.framework.plugin_args import ArgsError
+
+    try:
+        return load_config(path, registry, _extension_points(registry))
+    except (ArgsError, ValueError, OSError) as e:
+        print(f"pyscheduler: invalid configuration{f' in {path}' if path else ''}: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+
+
+# ----------------------------------------------------------------------------------------- run
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pyscheduler.logs import setup_logging
+
+    setup_logging(args.log_format, args.log_level)
+    import structlog
+
+    log = structlog.get_logger("pyscheduler")
+    registry = _registry()
+    config = load_config_or_exit(args.config, registry)
+
+    from pyscheduler.client.api import Api
+    from pyscheduler.client.connection import load_configuration
+
+    kubeconfig = args.kubeconfig or (config.client_connection.kubeconfig or None)
+    conf = load_configuration(kubeconfig, in_cluster_dir=args.in_cluster_dir)
+    api = Api(conf, qps=config.client_connection.qps, burst=config.client_connection.burst)
+
+    from pyscheduler.app import build_app
+
+    elector: Any = None
+    leader = threading.Event()
+    le = config.leader_election
+    leader_elect = le.leader_elect if args.leader_elect is None else args.leader_elect
+
+    app = build_app(config, registry, api, can_bind=lambda: (not leader_elect) or leader.is_set(),
+                    extenders=_extenders(config))
+    server = None
+    if args.port:
+        from pyscheduler.server import HealthServer
+
+        server = HealthServer(app, port=args.port, address=args.address, cert_file=args.tls_cert_file,
+                              key_file=args.tls_private_key_file)
+        server.start()
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: Any) -> None:
+        log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    app.start_informers()
+    if leader_elect:
+        from pyscheduler.client.leader import LeaderElector
+
+        def started() -> None:
+            leader.set()
+            app.metrics.leader.labels(le.resource_name).set(1)
+            app.start_scheduling()
+
+        def stopped() -> None:
+            leader.clear()
+            app.metrics.leader.labels(le.resource_name).set(0)
+            log.error("lost the lease: stopping")
+            stop.set()
+
+        elector = LeaderElector(
+            api, namespace=le.resource_namespace, name=le.resource_name,
+            lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
+            on_started_leading=started, on_stopped_leading=stopped,
+        )
+        elector.start()
+    else:
+        app.start_scheduling()
+    log.info("pyscheduler running", profiles=sorted(app.profiles), leader_election=leader_elect)
+    stop.wait()
+    leader_lost = leader_elect and not leader.is_set() and app.scheduling.is_set()
+    leader.clear()
+    app.stop(drain_seconds=10.0)
+    if elector is not None:
+        leader.clear()
+        elector.stop(release=True)
+    if server is not None:
+        server.stop()
+    log.info("pyscheduler stopped")
+    return 1 if leader_lost else 0
+
+
+def _extenders(config: Any) -> list[Any]:
+    if not getattr(config, "extenders", None):
+        return []
+    from pyscheduler.extender import HTTPExtender
+
+    return [HTTPExtender(e) for e in config.extenders]
+
+
+# ----------------------------------------------------------------------------------------- plugins
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from pyscheduler.plugins.registry import plugin_extension_points
+
+    registry = _registry()
+    defaults: set[str] = set()
+    try:
+        from pyscheduler.config.defaults import DEFAULT_MULTI_POINT
+
+        defaults = {ref.name for ref in DEFAULT_MULTI_POINT}
+    except Exception:
+        defaults = set()
+    rows = []
+    for name in sorted(registry):
+        spec = registry[name]
+        eps = sorted(plugin_extension_points(spec))
+        rows.append((name, "default" if name in defaults else "", ", ".join(eps), spec.description))
+    w = max(len(r[0]) for r in rows)
+    print(f"{'PLUGIN':<{w}}  {'PROFILE':<7}  EXTENSION POINTS")
+    for name, d, eps_s, _desc in rows:
+        print(f"{name:<{w}}  {d:<7}  {eps_s}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- dev cluster
+
+
+def cmd_dev_cluster(args: argparse.Namespace) -> int:
+    from pyscheduler.testing import devcluster
+
+    if args.action == "up":
+        return devcluster.up(args.dir, nodes=args.nodes, with_controller_manager=args.with_controller_manager)
+    if args.action == "down":
+        return devcluster.down(args.dir)
+    return devcluster.status(args.dir)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pyscheduler.testing import demo
+
+    return demo.main(nodes=args.nodes, once=args.once, config=args.config)
+
+
+# ----------------------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pyscheduler", description="A Kubernetes scheduler in Python.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run the scheduler")
+    r.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
+    r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    r.add_argument("--in-cluster-dir", help="directory with the service-account token and ca.crt "
+                   "(default /var/run/secrets/kubernetes.io/serviceaccount)")
+    r.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None)
+    r.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
+    r.add_argument("--port", type=int, default=DEFAULT_PORT, help="health and metrics port (0: off)")
+    r.add_argument("--address", default="0.0.0.0", help="health and metrics bind address")  # noqa: S104
+    r.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
+    r.add_argument("--tls-private-key-file", help="key for --tls-cert-file")
+    r.add_argument("--log-format", choices=("auto", "console", "json"), default="auto")
+    r.add_argument("--log-level", default=os.environ.get("PYSCHEDULER_LOG_LEVEL", "info"))
+    r.set_defaults(fn=cmd_run)
+
+    pl = sub.add_parser("plugins", help="list registered plugins and their extension points")
+    pl.set_defaults(fn=cmd_plugins)
+
+    dc = sub.add_parser("dev-cluster", help="a local control plane (etcd, kube-apiserver, KWOK) for development")
+    dc.add_argument("action", choices=("up", "down", "status"))
+    dc.add_argument("--nodes", type=int, default=3)
+    dc.add_argument("--with-controller-manager", action="store_true")
+    dc.add_argument("--dir", default=os.environ.get("PYSCHEDULER_DEV_CLUSTER_DIR", ".dev-cluster"))
+    dc.set_defaults(fn=cmd_dev_cluster)
+
+    d = sub.add_parser("demo", help="start a local cluster, the scheduler and a demo workload")
+    d.add_argument("--nodes", type=int, default=4)
+    d.add_argument("--config")
+    d.add_argument("--once", action="store_true", help="exit once the demo pods are placed")
+    d.set_defaults(fn=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    rc: int = args.fn(args)
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

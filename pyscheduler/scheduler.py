@@ -1,0 +1,481 @@
+"""The scheduling loop: pop a pod, run its profile's framework, assume, and bind off-thread.
+
+Design
+------
+One scheduling thread runs ``schedule_one`` in a loop; binding cycles run on a small thread pool so the
+next pod's scheduling cycle does not wait for API round trips (kube-scheduler's goroutine per binding).
+
+    queue.pop ─► snapshot update ─► PreFilter ─► Filter (a sample of nodes) ─┬─► PreScore ─► Score ─► pick
+                                                                            └─► (none fit) PostFilter
+    pick ─► cache.assume (counts at once) ─► Reserve ─► Permit ─► [binding thread] WaitOnPermit ─► PreBind
+         ─► Bind ─► cache.finish_binding ─► Scheduled event ─► PostBind
+
+Any failure after assume runs Unreserve (reverse order), forgets the assumed pod and requeues it with
+backoff; events and status patches go through asynchronous writers and never block the loop. The
+scheduling core does no I/O itself: binding is a plugin (DefaultBinder) and everything else is
+submitted to ``recorder``/``writer`` callables, so tests can run it with fakes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from pyscheduler.framework.clock import Clock
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.interfaces import Diagnosis, NodeScore
+from pyscheduler.framework.runtime import FitError, Framework
+from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+
+log = structlog.get_logger("pyscheduler.scheduler")
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+NO_NODES_MSG = "no nodes available to schedule pods"
+
+
+class Recorder(Protocol):
+    def event(self, pod: Pod, type: str, reason: str, action: str, note: str) -> None: ...
+
+
+class StatusWriter(Protocol):
+    def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
+
+    def nominated_node(self, pod: Pod, node_name: str) -> None: ...
+
+
+class Metrics(Protocol):
+    def attempt(self, result: str, profile: str, seconds: float) -> None: ...
+
+    def pod_scheduled(self, profile: str, attempts: int, sli_seconds: float) -> None: ...
+
+
+class Extender(Protocol):
+    """An HTTP extender as the scheduler uses it (see pyscheduler.extender)."""
+
+    name: str
+
+    def is_interested(self, pod: Pod) -> bool: ...
+
+    def is_ignorable(self) -> bool: ...
+
+    def filter(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
+
+    def prioritize(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[dict[str, int], int]: ...
+
+    def is_binder(self) -> bool: ...
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None: ...
+
+    def supports_preemption(self) -> bool: ...
+
+
+@dataclass
+class ScheduleResult:
+    node: str
+    evaluated: int
+    feasible: int
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """kube-scheduler's adaptive sample size (percentageOfNodesToScore)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    adaptive = percentage or 0
+    if adaptive >= 100:
+        return num_all_nodes
+    if adaptive <= 0:
+        adaptive = 50 - num_all_nodes // 125
+        if adaptive < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            adaptive = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * adaptive // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        profiles: Mapping[str, Framework],
+        queue: Any,
+        cache: Any,
+        snapshot: Any,
+        clock: Clock,
+        recorder: Recorder,
+        status_writer: StatusWriter,
+        metrics: Metrics | None = None,
+        percentage_of_nodes_to_score: int | None = None,
+        extenders: Sequence[Extender] = (),
+        bind_workers: int = 16,
+        rng: random.Random | None = None,
+        can_bind: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.profiles = dict(profiles)
+        self.queue = queue
+        self.cache = cache
+        self.snapshot = snapshot
+        self.clock = clock
+        self.recorder = recorder
+        self.status_writer = status_writer
+        self.metrics = metrics
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.extenders = list(extenders)
+        self.rng = rng or random.Random()
+        self.can_bind = can_bind
+        self.next_start_node_index = 0
+        self._binders = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self._inflight_binds = 0
+        self._inflight_lock = threading.Condition()
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------------------------ loop
+    def run(self, stop: threading.Event | None = None, pop_timeout: float = 0.5) -> None:
+        stop = stop or self._stop
+        while not stop.is_set():
+            try:
+                self.schedule_one(pop_timeout)
+            except Exception:  # the loop never dies
+                log.exception("scheduling loop error")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def drain_binds(self, timeout: float) -> bool:
+        """Wait until in-flight binding cycles end (SIGTERM path); False if the bound passed."""
+        deadline = time.monotonic() + timeout
+        with self._inflight_lock:
+            while self._inflight_binds:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._inflight_lock.wait(left)
+        return True
+
+    def shutdown(self) -> None:
+        self._binders.shutdown(wait=False, cancel_futures=True)
+
+    def schedule_one(self, pop_timeout: float | None = None) -> bool:
+        """One scheduling cycle; False if no pod was available."""
+        qpi = self.queue.pop(pop_timeout)
+        if qpi is None:
+            return False
+        pod: Pod = qpi.pod
+        fwk = self.profiles.get(pod.scheduler_name)
+        if fwk is None:  # a profile was removed? never schedule foreign pods
+            self.queue.done(pod.uid)
+            return True
+        if pod.deleting or self.cache.is_assumed(pod.uid):
+            self.queue.done(pod.uid)
+            return True
+        start = self.clock.now()
+        state = CycleState()
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except FitError as fe:
+            self._on_fit_error(fwk, state, qpi, fe, start)
+            return True
+        except Exception as e:  # plugin or extender error
+            st = Status.as_error(e)
+            self.handle_failure(fwk, qpi, st, None, start)
+            return True
+
+        assumed = dataclasses.replace(pod, node_name=result.node)
+        try:
+            self.cache.assume_pod(assumed)
+        except Exception as e:
+            self.handle_failure(fwk, qpi, Status.as_error(e), None, start)
+            return True
+        s = fwk.run_reserve_plugins_reserve(state, assumed, result.node)
+        if s is not None and not s.is_success():
+            fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
+            self._forget(assumed)
+            self.handle_failure(fwk, qpi, s, None, start)
+            return True
+        s = fwk.run_permit_plugins(state, assumed, result.node)
+        if s is not None and not s.is_success() and not s.is_wait():
+            fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
+            self._forget(assumed)
+            self.handle_failure(fwk, qpi, s, None, start)
+            return True
+        if s is not None and s.is_wait():
+            # Plugins like Coscheduling expect the waiting pod's siblings to be tried next.
+            pass
+        with self._inflight_lock:
+            self._inflight_binds += 1
+        self._binders.submit(self._binding_cycle, fwk, state, qpi, assumed, result, start)
+        return True
+
+    # ------------------------------------------------------------------------------------ cycle
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
+        self.cache.update_snapshot(self.snapshot)
+        all_nodes: Sequence[NodeInfo] = self.snapshot.list()
+        if not all_nodes:
+            raise FitError(pod, 0, Diagnosis(pre_filter_msg=NO_NODES_MSG))
+        feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, all_nodes)
+        if not feasible:
+            raise FitError(pod, len(all_nodes), diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
+        scores = self.prioritize_nodes(fwk, state, pod, feasible)
+        host = self.select_host(scores)
+        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+
+    def find_nodes_that_fit(
+        self, fwk: Framework, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodeInfo], Diagnosis]:
+        diagnosis = Diagnosis()
+        pre_res, s, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
+        if s is not None and not s.is_success():
+            if not s.is_rejected():
+                raise RuntimeError(s.message())
+            diagnosis.node_to_status = {n.name: s for n in all_nodes}
+            diagnosis.pre_filter_msg = s.message()
+            if s.plugin:
+                diagnosis.unschedulable_plugins.add(s.plugin)
+            diagnosis.unschedulable_plugins |= plugins
+            return [], diagnosis
+
+        # A pod nominated by an earlier preemption tries its nominated node first.
+        if pod.nominated_node_name:
+            ni = self.snapshot.get(pod.nominated_node_name)
+            if ni is not None and (pre_res is None or pre_res.all_nodes() or ni.name in (pre_res.node_names or ())):
+                st = fwk.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                if st is None or st.is_success():
+                    feasible = self._filter_with_extenders(pod, [ni], diagnosis)
+                    if feasible:
+                        return feasible, diagnosis
+
+        nodes: Sequence[NodeInfo] = all_nodes
+        if pre_res is not None and not pre_res.all_nodes():
+            names = pre_res.node_names or frozenset()
+            nodes = [n for n in all_nodes if n.name in names]
+            diagnosis.absent_nodes_status = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+            )
+            diagnosis.unschedulable_plugins |= plugins
+        feasible = self._find_nodes_that_pass_filters(fwk, state, pod, nodes, diagnosis)
+        feasible = self._filter_with_extenders(pod, feasible, diagnosis)
+        return feasible, diagnosis
+
+    def _find_nodes_that_pass_filters(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+    ) -> list[NodeInfo]:
+        n = len(nodes)
+        if n == 0:
+            return []
+        percentage = (
+            fwk.percentage_of_nodes_to_score
+            if fwk.percentage_of_nodes_to_score is not None
+            else self.percentage_of_nodes_to_score
+        )
+        to_find = num_feasible_nodes_to_find(percentage, n)
+        start = self.next_start_node_index % n
+        if not fwk.has_filter_plugins():
+            out = [nodes[(start + i) % n] for i in range(to_find)]
+            self.next_start_node_index = (start + to_find) % n
+            return out
+        feasible: list[NodeInfo] = []
+        statuses = diagnosis.node_to_status
+        check_nominated = self.queue is not None and getattr(self.queue, "has_nominated_pods", lambda: True)()
+        run = fwk.run_filter_plugins_with_nominated_pods if check_nominated else fwk.run_filter_plugins
+        processed = 0
+        for i in range(n):
+            ni = nodes[(start + i) % n]
+            processed += 1
+            s = run(state, pod, ni)
+            if s is None or s.code == Code.SUCCESS:
+                feasible.append(ni)
+                if len(feasible) >= to_find:
+                    break
+            elif s.code == Code.ERROR:
+                raise RuntimeError(s.message())
+            else:
+                statuses[ni.name] = s
+                if s.plugin:
+                    if s.code == Code.PENDING:
+                        diagnosis.pending_plugins.add(s.plugin)
+                    else:
+                        diagnosis.unschedulable_plugins.add(s.plugin)
+        self.next_start_node_index = (start + processed) % n
+        return feasible
+
+    def _filter_with_extenders(self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:
+        for ext in self.extenders:
+            if not feasible:
+                break
+            if not ext.is_interested(pod):
+                continue
+            try:
+                kept, failed, failed_unresolvable = ext.filter(pod, feasible)
+            except Exception as e:
+                if ext.is_ignorable():
+                    log.warning("skipping ignorable extender", extender=ext.name, error=str(e))
+                    continue
+                raise
+            for name, reason in failed.items():
+                diagnosis.node_to_status[name] = Status.unschedulable(reason, plugin="extender")
+            for name, reason in failed_unresolvable.items():
+                diagnosis.node_to_status[name] = Status.unresolvable(reason, plugin="extender")
+            if failed or failed_unresolvable:
+                diagnosis.unschedulable_plugins.add("extender")
+            feasible = kept
+        return feasible
+
+    def prioritize_nodes(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> list[NodeScore]:
+        if not fwk.has_score_plugins() and not self.extenders:
+            return [NodeScore(n.name, 1) for n in nodes]
+        s = fwk.run_pre_score_plugins(state, pod, nodes)
+        if s is not None and not s.is_success():
+            raise RuntimeError(s.message())
+        scored, s = fwk.run_score_plugins(state, pod, nodes)
+        if s is not None and not s.is_success():
+            raise RuntimeError(s.message())
+        totals = {name: total for name, total, _ in scored}
+        for ext in self.extenders:
+            if not ext.is_interested(pod):
+                continue
+            try:
+                ext_scores, weight = ext.prioritize(pod, nodes)
+            except Exception as e:
+                log.warning("extender prioritize failed; ignoring its scores", extender=ext.name, error=str(e))
+                continue
+            # kube: extender scores (0..10) * weight * (MaxNodeScore / MaxExtenderPriority)
+            for name, v in ext_scores.items():
+                if name in totals:
+                    totals[name] += v * weight * 10
+        return [NodeScore(n.name, totals.get(n.name, 0)) for n in nodes]
+
+    def select_host(self, scores: list[NodeScore]) -> str:
+        """Highest score; ties broken uniformly at random (reservoir sampling, as kube does)."""
+        if not scores:
+            raise RuntimeError("empty priority list")
+        best = scores[0]
+        count = 1
+        for ns in scores[1:]:
+            if ns.score > best.score:
+                best, count = ns, 1
+            elif ns.score == best.score:
+                count += 1
+                if self.rng.randrange(count) == 0:
+                    best = ns
+        return best.name
+
+    # ------------------------------------------------------------------------------------ binding
+    def _binding_cycle(
+        self, fwk: Framework, state: CycleState, qpi: Any, assumed: Pod, result: ScheduleResult, start: float
+    ) -> None:
+        try:
+            s = fwk.wait_on_permit(assumed)
+            if s is None or s.is_success():
+                s = fwk.run_pre_bind_plugins(state, assumed, result.node)
+            if s is None or s.is_success():
+                if not self.can_bind():
+                    s = Status.as_error("not the leader any more: binding stopped")
+                else:
+                    s = self._bind(fwk, state, assumed, result.node)
+            if s is not None and not s.is_success():
+                fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
+                self._forget(assumed)
+                self.handle_failure(fwk, qpi, s, None, start)
+                return
+            with contextlib.suppress(Exception):
+                self.cache.finish_binding(assumed)
+            self.recorder.event(
+                assumed, "Normal", "Scheduled", "Binding",
+                f"Successfully assigned {assumed.namespace}/{assumed.name} to {result.node}",
+            )
+            elapsed = self.clock.now() - start
+            if self.metrics is not None:
+                self.metrics.attempt("scheduled", fwk.profile_name, elapsed)
+                first = qpi.initial_attempt_timestamp or start
+                self.metrics.pod_scheduled(fwk.profile_name, qpi.attempts, self.clock.now() - first)
+            log.info(
+                "scheduled", pod=assumed.key, node=result.node, profile=fwk.profile_name, attempt=qpi.attempts,
+                evaluated=result.evaluated, feasible=result.feasible, duration_ms=round(elapsed * 1000, 2),
+            )
+            fwk.run_post_bind_plugins(state, assumed, result.node)
+        except Exception as e:
+            log.exception("binding cycle error", pod=assumed.key)
+            with contextlib.suppress(Exception):
+                fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
+                self._forget(assumed)
+            self.handle_failure(fwk, qpi, Status.as_error(e), None, start)
+        finally:
+            self.queue.done(assumed.uid)
+            with self._inflight_lock:
+                self._inflight_binds -= 1
+                self._inflight_lock.notify_all()
+
+    def _bind(self, fwk: Framework, state: CycleState, pod: Pod, node: str) -> Status | None:
+        for ext in self.extenders:
+            if ext.is_binder() and ext.is_interested(pod):
+                return ext.bind(pod, node)
+        return fwk.run_bind_plugins(state, pod, node)
+
+    def _forget(self, assumed: Pod) -> None:
+        with contextlib.suppress(Exception):
+            self.cache.forget_pod(assumed)
+
+    # ------------------------------------------------------------------------------------ failures
+    def _on_fit_error(self, fwk: Framework, state: CycleState, qpi: Any, fe: FitError, start: float) -> None:
+        nominated = None
+        pod = qpi.pod
+        if fwk.has_post_filter_plugins() and fe.num_all_nodes > 0:
+            statuses = dict(fe.diagnosis.node_to_status)
+            if fe.diagnosis.absent_nodes_status is not None:
+                for ni in self.snapshot.list():
+                    statuses.setdefault(ni.name, fe.diagnosis.absent_nodes_status)
+            result, s = fwk.run_post_filter_plugins(state, pod, statuses)
+            if s.code == Code.ERROR:
+                log.warning("postfilter error", pod=pod.key, error=s.message())
+            elif not s.is_success() and s.reasons:
+                fe.diagnosis.post_filter_msg = s.message()
+            if result is not None and result.nominated_node_name:
+                nominated = result.nominated_node_name
+            elif result is not None and result.mode == "clear" and pod.nominated_node_name:
+                with contextlib.suppress(Exception):
+                    self.queue.delete_nominated_pod_if_exists(pod)
+                self.status_writer.nominated_node(pod, "")
+        qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
+        st = Status(Code.UNSCHEDULABLE, (fe.message(),))
+        self.handle_failure(fwk, qpi, st, nominated, start, fit_error=True)
+
+    def handle_failure(
+        self, fwk: Framework, qpi: Any, status: Status, nominated: str | None, start: float, fit_error: bool = False
+    ) -> None:
+        pod: Pod = qpi.pod
+        is_error = status.code == Code.ERROR
+        if not fit_error and status.plugin and not is_error:
+            qpi.unschedulable_plugins = {status.plugin}
+        msg = status.message() or str(status.code)
+        reason = "SchedulerError" if is_error else "Unschedulable"
+        if self.metrics is not None:
+            self.metrics.attempt("error" if is_error else "unschedulable", fwk.profile_name, self.clock.now() - start)
+        try:
+            self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+        except Exception:
+            log.exception("requeue failed", pod=pod.key)
+        if nominated:
+            with contextlib.suppress(Exception):
+                self.queue.add_nominated_pod(PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated)
+            self.status_writer.nominated_node(pod, nominated)
+        self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
+        self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)
+        log.info(
+            "unschedulable" if not is_error else "scheduling error",
+            pod=pod.key, profile=fwk.profile_name, attempt=qpi.attempts, reason=msg,
+            duration_ms=round((self.clock.now() - start) * 1000, 2),
+        )
