@@ -51,6 +51,8 @@ def cluster() -> Iterator[LocalCluster]:
 @pytest.fixture
 def ns(cluster: LocalCluster) -> Iterator[str]:
     name = f"t{os.getpid() % 10000}-{next(_ns_counter)}"
-    cluster.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    cluster.api(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
     yield name
     cluster.request("DELETE", f"/api/v1/namespaces/{name}")

@@ -36,7 +36,7 @@ from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithH
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import JSON, MalformedObject, Node, Pod, identify
+from pyscheduler.framework.types import JSON, Node, Pod, identify
 from pyscheduler.framework.waiting_pods import WaitingPods
 from pyscheduler.metrics import SchedulerMetrics
 from pyscheduler.scheduler import Scheduler
@@ -122,10 +122,18 @@ class App:
         from pyscheduler.client.reflector import Reflector
 
         pods = Reflector(
-            self.api, "/api/v1/pods", Pod.from_dict, _uid_key, _PodHandler(self),
-            field_selector=POD_FIELD_SELECTOR, name="pods", on_malformed=self._on_malformed_pod,
+            self.api,
+            "/api/v1/pods",
+            Pod.from_dict,
+            _uid_key,
+            _PodHandler(self),
+            field_selector=POD_FIELD_SELECTOR,
+            name="pods",
+            on_malformed=self._on_malformed_pod,
         )
-        nodes = Reflector(self.api, "/api/v1/nodes", Node.from_dict, _name_key, _NodeHandler(self), name="nodes")
+        nodes = Reflector(
+            self.api, "/api/v1/nodes", Node.from_dict, _name_key, _NodeHandler(self), name="nodes"
+        )
         self.reflectors = [nodes, pods]
         for kind, (path, resource) in OBJECT_KINDS.items():
             self.reflectors.append(
@@ -138,8 +146,12 @@ class App:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
                 raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
         self.synced.set()
-        log.info("caches synced", nodes=self.cache.node_count(), pods=self.cache.pod_count(),
-                 pending=self.queue.pending_pods())
+        log.info(
+            "caches synced",
+            nodes=self.cache.node_count(),
+            pods=self.cache.pod_count(),
+            pending=self.queue.pending_pods(),
+        )
 
     def start_scheduling(self) -> None:
         if self.scheduling.is_set():
@@ -180,7 +192,8 @@ class App:
         return pod.scheduler_name in self.profiles
 
     def _on_malformed_pod(self, obj: JSON, err: Exception) -> None:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        raw_spec = obj.get("spec")
+        spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
         if spec.get("nodeName") or (spec.get("schedulerName") or "default-scheduler") not in self.profiles:
             return
         ns, name, uid = identify(obj)
@@ -251,7 +264,11 @@ class _PodHandler:
     def on_delete(self, pod: Pod) -> None:
         a = self.app
         a.malformed.pop(pod.uid, None)
-        wp = a.scheduler.profiles and a.profiles and next(iter(a.profiles.values())).handle.waiting_pods.get(pod.uid)
+        wp = (
+            a.scheduler.profiles
+            and a.profiles
+            and next(iter(a.profiles.values())).handle.waiting_pods.get(pod.uid)
+        )
         if wp:
             wp.reject("", "pod deleted")
         if pod.node_name:
@@ -329,8 +346,12 @@ def build_frameworks(
             weights=dict(profile.plugins.score_weights),
         )
         frameworks[profile.scheduler_name] = Framework(
-            profile.scheduler_name, instances, pp, ph,
-            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score, metrics=metrics,
+            profile.scheduler_name,
+            instances,
+            pp,
+            ph,
+            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
+            metrics=metrics,
         )
     return frameworks
 
@@ -361,7 +382,12 @@ def build_app(
     objects = ObjectStore()
     waiting = WaitingPods()
     handle = FrameworkHandle(
-        snapshot=snapshot, objects=objects, client=api, waiting_pods=waiting, nominator=None, clock=clock,
+        snapshot=snapshot,
+        objects=objects,
+        client=api,
+        waiting_pods=waiting,
+        nominator=None,
+        clock=clock,
         extra={"recorder": recorder, "status_writer": status_writer, "metrics": metrics},
     )
     frameworks = build_frameworks(config, registry, handle, metrics)
@@ -376,7 +402,10 @@ def build_app(
         for name, evs in fwk.events_to_register().items():
             events_map.setdefault(name, []).extend(evs)
     queue = SchedulingQueue(
-        first.less, clock, pre_enqueue=pre_enqueue, events_map=events_map,
+        first.less,
+        clock,
+        pre_enqueue=pre_enqueue,
+        events_map=events_map,
         initial_backoff=float(config.pod_initial_backoff_seconds),
         max_backoff=float(config.pod_max_backoff_seconds),
         on_incoming=metrics.incoming,
@@ -386,12 +415,27 @@ def build_app(
         fwk.handle.nominator = queue
     cache = Cache()
     sched = Scheduler(
-        profiles=frameworks, queue=queue, cache=cache, snapshot=snapshot, clock=clock, recorder=recorder,
-        status_writer=status_writer, metrics=metrics,
-        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score, extenders=extenders or [],
+        profiles=frameworks,
+        queue=queue,
+        cache=cache,
+        snapshot=snapshot,
+        clock=clock,
+        recorder=recorder,
+        status_writer=status_writer,
+        metrics=metrics,
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+        extenders=extenders or [],
         can_bind=can_bind,
     )
     return App(
-        scheduler=sched, queue=queue, cache=cache, objects=objects, profiles=frameworks, metrics=metrics, api=api,
-        recorder=recorder, writer=writer, clock=clock,
+        scheduler=sched,
+        queue=queue,
+        cache=cache,
+        objects=objects,
+        profiles=frameworks,
+        metrics=metrics,
+        api=api,
+        recorder=recorder,
+        writer=writer,
+        clock=clock,
     )

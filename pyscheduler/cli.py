@@ -76,14 +76,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     le = config.leader_election
     leader_elect = le.leader_elect if args.leader_elect is None else args.leader_elect
 
-    app = build_app(config, registry, api, can_bind=lambda: (not leader_elect) or leader.is_set(),
-                    extenders=_extenders(config))
+    app = build_app(
+        config,
+        registry,
+        api,
+        can_bind=lambda: (not leader_elect) or leader.is_set(),
+        extenders=_extenders(config),
+    )
     server = None
     if args.port:
         from pyscheduler.server import HealthServer
 
-        server = HealthServer(app, port=args.port, address=args.address, cert_file=args.tls_cert_file,
-                              key_file=args.tls_private_key_file)
+        server = HealthServer(
+            app,
+            port=args.port,
+            address=args.address,
+            cert_file=args.tls_cert_file,
+            key_file=args.tls_private_key_file,
+        )
         server.start()
 
     stop = threading.Event()
@@ -111,9 +121,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop.set()
 
         elector = LeaderElector(
-            api, namespace=le.resource_namespace, name=le.resource_name,
-            lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
-            on_started_leading=started, on_stopped_leading=stopped,
+            api,
+            namespace=le.resource_namespace,
+            name=le.resource_name,
+            lease_duration=le.lease_duration,
+            renew_deadline=le.renew_deadline,
+            retry_period=le.retry_period,
+            on_started_leading=started,
+            on_stopped_leading=stopped,
         )
         elector.start()
     else:
@@ -195,12 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the scheduler")
     r.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
-    r.add_argument("--in-cluster-dir", help="directory with the service-account token and ca.crt "
-                   "(default /var/run/secrets/kubernetes.io/serviceaccount)")
+    r.add_argument(
+        "--in-cluster-dir",
+        help="directory with the service-account token and ca.crt "
+        "(default /var/run/secrets/kubernetes.io/serviceaccount)",
+    )
     r.add_argument("--leader-elect", dest="leader_elect", action="store_true", default=None)
     r.add_argument("--no-leader-elect", dest="leader_elect", action="store_false")
     r.add_argument("--port", type=int, default=DEFAULT_PORT, help="health and metrics port (0: off)")
-    r.add_argument("--address", default="0.0.0.0", help="health and metrics bind address")  # noqa: S104
+    r.add_argument("--address", default="0.0.0.0", help="health and metrics bind address")
     r.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
     r.add_argument("--tls-private-key-file", help="key for --tls-cert-file")
     r.add_argument("--log-format", choices=("auto", "console", "json"), default="auto")
@@ -210,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plugins", help="list registered plugins and their extension points")
     pl.set_defaults(fn=cmd_plugins)
 
-    dc = sub.add_parser("dev-cluster", help="a local control plane (etcd, kube-apiserver, KWOK) for development")
+    dc = sub.add_parser(
+        "dev-cluster", help="a local control plane (etcd, kube-apiserver, KWOK) for development"
+    )
     dc.add_argument("action", choices=("up", "down", "status"))
     dc.add_argument("--nodes", type=int, default=3)
     dc.add_argument("--with-controller-manager", action="store_true")

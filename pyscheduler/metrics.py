@@ -27,69 +27,89 @@ class SchedulerMetrics:
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
             "scheduled, while 'error' means an internal scheduler problem.",
-            ["result", "profile"], registry=r,
+            ["result", "profile"],
+            registry=r,
         )
         self.attempt_duration = Histogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            ["result", "profile"], buckets=_exp_buckets(0.001, 2, 15), registry=r,
+            ["result", "profile"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
         )
         self.pending_pods = Gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
             "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; "
             "'gated' is the number of unschedulable pods that are gated.",
-            ["queue"], registry=r,
+            ["queue"],
+            registry=r,
         )
         self.extension_point_duration = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"], buckets=_exp_buckets(0.0001, 2, 12), registry=r,
+            ["extension_point", "status", "profile"],
+            buckets=_exp_buckets(0.0001, 2, 12),
+            registry=r,
         )
         self.plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
-            ["plugin", "extension_point", "status"], buckets=_exp_buckets(0.00001, 1.5, 20), registry=r,
+            ["plugin", "extension_point", "status"],
+            buckets=_exp_buckets(0.00001, 1.5, 20),
+            registry=r,
         )
         self.sli_duration = Histogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
             "might involve multiple scheduling attempts.",
-            ["attempts"], buckets=_exp_buckets(0.01, 2, 20), registry=r,
+            ["attempts"],
+            buckets=_exp_buckets(0.01, 2, 20),
+            registry=r,
         )
         self.scheduling_attempts = Histogram(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
-            buckets=_exp_buckets(1, 2, 5), registry=r,
+            buckets=_exp_buckets(1, 2, 5),
+            registry=r,
         )
         self.preemption_attempts = Counter(
-            "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now", registry=r
+            "scheduler_preemption_attempts_total",
+            "Total preemption attempts in the cluster till now",
+            registry=r,
         )
         self.preemption_victims = Histogram(
-            "scheduler_preemption_victims", "Number of selected preemption victims",
-            buckets=_exp_buckets(1, 2, 7), registry=r,
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=_exp_buckets(1, 2, 7),
+            registry=r,
         )
         self.queue_incoming_pods = Counter(
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",
-            ["queue", "event"], registry=r,
+            ["queue", "event"],
+            registry=r,
         )
         self.unschedulable_pods = Gauge(
             "scheduler_unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for "
             "all plugins that caused it to not schedule and so this metric have meaning only when broken down "
             "by plugin.",
-            ["plugin", "profile"], registry=r,
+            ["plugin", "profile"],
+            registry=r,
         )
         self.leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates "
             "master. 'name' is the string used to identify the lease. Please make sure to group by name.",
-            ["name"], registry=r,
+            ["name"],
+            registry=r,
         )
         self.cache_size = Gauge(
-            "scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
-            ["type"], registry=r,
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            registry=r,
         )
 
     # runtime observer
@@ -97,7 +117,7 @@ class SchedulerMetrics:
         self.extension_point_duration.labels(extension_point, str(status), profile).observe(seconds)
 
     def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None:
-        if random.random() < self.plugin_sample_rate:  # noqa: S311 - sampling, not security
+        if random.random() < self.plugin_sample_rate:
             self.plugin_duration.labels(plugin, extension_point, str(status)).observe(seconds)
 
     # scheduler loop observer

@@ -69,7 +69,9 @@ class Extender(Protocol):
 
     def is_ignorable(self) -> bool: ...
 
-    def filter(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
+    def filter(
+        self, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
 
     def prioritize(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[dict[str, int], int]: ...
 
@@ -248,7 +250,9 @@ class Scheduler:
         # A pod nominated by an earlier preemption tries its nominated node first.
         if pod.nominated_node_name:
             ni = self.snapshot.get(pod.nominated_node_name)
-            if ni is not None and (pre_res is None or pre_res.all_nodes() or ni.name in (pre_res.node_names or ())):
+            if ni is not None and (
+                pre_res is None or pre_res.all_nodes() or ni.name in (pre_res.node_names or ())
+            ):
                 st = fwk.run_filter_plugins_with_nominated_pods(state, pod, ni)
                 if st is None or st.is_success():
                     feasible = self._filter_with_extenders(pod, [ni], diagnosis)
@@ -309,7 +313,9 @@ class Scheduler:
         self.next_start_node_index = (start + processed) % n
         return feasible
 
-    def _filter_with_extenders(self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:
+    def _filter_with_extenders(
+        self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis
+    ) -> list[NodeInfo]:
         for ext in self.extenders:
             if not feasible:
                 break
@@ -349,7 +355,9 @@ class Scheduler:
             try:
                 ext_scores, weight = ext.prioritize(pod, nodes)
             except Exception as e:
-                log.warning("extender prioritize failed; ignoring its scores", extender=ext.name, error=str(e))
+                log.warning(
+                    "extender prioritize failed; ignoring its scores", extender=ext.name, error=str(e)
+                )
                 continue
             # kube: extender scores (0..10) * weight * (MaxNodeScore / MaxExtenderPriority)
             for name, v in ext_scores.items():
@@ -393,7 +401,10 @@ class Scheduler:
             with contextlib.suppress(Exception):
                 self.cache.finish_binding(assumed)
             self.recorder.event(
-                assumed, "Normal", "Scheduled", "Binding",
+                assumed,
+                "Normal",
+                "Scheduled",
+                "Binding",
                 f"Successfully assigned {assumed.namespace}/{assumed.name} to {result.node}",
             )
             elapsed = self.clock.now() - start
@@ -402,8 +413,14 @@ class Scheduler:
                 first = qpi.initial_attempt_timestamp or start
                 self.metrics.pod_scheduled(fwk.profile_name, qpi.attempts, self.clock.now() - first)
             log.info(
-                "scheduled", pod=assumed.key, node=result.node, profile=fwk.profile_name, attempt=qpi.attempts,
-                evaluated=result.evaluated, feasible=result.feasible, duration_ms=round(elapsed * 1000, 2),
+                "scheduled",
+                pod=assumed.key,
+                node=result.node,
+                profile=fwk.profile_name,
+                attempt=qpi.attempts,
+                evaluated=result.evaluated,
+                feasible=result.feasible,
+                duration_ms=round(elapsed * 1000, 2),
             )
             fwk.run_post_bind_plugins(state, assumed, result.node)
         except Exception as e:
@@ -454,7 +471,13 @@ class Scheduler:
         self.handle_failure(fwk, qpi, st, nominated, start, fit_error=True)
 
     def handle_failure(
-        self, fwk: Framework, qpi: Any, status: Status, nominated: str | None, start: float, fit_error: bool = False
+        self,
+        fwk: Framework,
+        qpi: Any,
+        status: Status,
+        nominated: str | None,
+        start: float,
+        fit_error: bool = False,
     ) -> None:
         pod: Pod = qpi.pod
         is_error = status.code == Code.ERROR
@@ -463,19 +486,26 @@ class Scheduler:
         msg = status.message() or str(status.code)
         reason = "SchedulerError" if is_error else "Unschedulable"
         if self.metrics is not None:
-            self.metrics.attempt("error" if is_error else "unschedulable", fwk.profile_name, self.clock.now() - start)
+            self.metrics.attempt(
+                "error" if is_error else "unschedulable", fwk.profile_name, self.clock.now() - start
+            )
         try:
             self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
         except Exception:
             log.exception("requeue failed", pod=pod.key)
         if nominated:
             with contextlib.suppress(Exception):
-                self.queue.add_nominated_pod(PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated)
+                self.queue.add_nominated_pod(
+                    PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated
+                )
             self.status_writer.nominated_node(pod, nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)
         log.info(
             "unschedulable" if not is_error else "scheduling error",
-            pod=pod.key, profile=fwk.profile_name, attempt=qpi.attempts, reason=msg,
+            pod=pod.key,
+            profile=fwk.profile_name,
+            attempt=qpi.attempts,
+            reason=msg,
             duration_ms=round((self.clock.now() - start) * 1000, 2),
         )

@@ -18,8 +18,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 class HealthServer:
     def __init__(
-        self, app: Any, *, port: int = 10259, address: str = "0.0.0.0",  # noqa: S104
-        cert_file: str | None = None, key_file: str | None = None,
+        self,
+        app: Any,
+        *,
+        port: int = 10259,
+        address: str = "0.0.0.0",
+        cert_file: str | None = None,
+        key_file: str | None = None,
     ) -> None:
         self.app = app
         outer = self

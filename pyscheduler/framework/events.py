@@ -64,13 +64,12 @@ class ClusterEvent:
 
     def matches(self, registered: ClusterEvent) -> bool:
         """True if this (concrete) event is covered by a registered event."""
-        if registered.resource != Resource.WILDCARD and registered.resource != self.resource:
-            # assigned-pod and unscheduled-pod events are also pod events
-            if not (
-                registered.resource == Resource.POD
-                and self.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
-            ):
-                return False
+        pod_alias = registered.resource == Resource.POD and self.resource in (
+            Resource.ASSIGNED_POD,
+            Resource.UNSCHEDULED_POD,
+        )  # assigned-pod and unscheduled-pod events are also pod events
+        if registered.resource not in (Resource.WILDCARD, self.resource) and not pod_alias:
+            return False
         return bool(registered.action & self.action)
 
     def __str__(self) -> str:

@@ -118,7 +118,9 @@ def decode_args(cls: type[T], raw: Mapping[str, Any] | None, path: str = "args")
             continue
         f = fields.get(key)
         if f is None:
-            raise ArgsError(f"{path}.{key}", f"unknown field; known fields: {', '.join(sorted(fields)) or 'none'}")
+            raise ArgsError(
+                f"{path}.{key}", f"unknown field; known fields: {', '.join(sorted(fields)) or 'none'}"
+            )
         kwargs[f.name] = _check(value, hints[f.name], f"{path}.{key}")
     obj = cls(**kwargs)
     validate = getattr(obj, "validate", None)

@@ -48,7 +48,9 @@ def parse_quantity(value: str | int | float) -> Fraction:
     text = value.strip()
     m = _RE.match(text)
     if not m:
-        raise QuantityError(f"quantities must match the regular expression of a Kubernetes quantity: {value!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression of a Kubernetes quantity: {value!r}"
+        )
     number = Fraction(m.group(1))
     if m.group(2):
         return number * Fraction(10) ** int(m.group(2)[1:])

@@ -157,8 +157,14 @@ class FrameworkHandle:
 
     def for_profile(self, framework: Framework | None) -> FrameworkHandle:
         h = FrameworkHandle(
-            snapshot=self._snapshot, objects=self._objects, client=self._client, waiting_pods=self.waiting_pods,
-            nominator=self.nominator, clock=self.clock, framework=framework, extra=self.extra,
+            snapshot=self._snapshot,
+            objects=self._objects,
+            client=self._client,
+            waiting_pods=self.waiting_pods,
+            nominator=self.nominator,
+            clock=self.clock,
+            framework=framework,
+            extra=self.extra,
         )
         h._parent = self  # type: ignore[attr-defined]
         return h
@@ -209,7 +215,9 @@ class FrameworkHandle:
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        return self._fw().run_pre_filter_extension_remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+        return self._fw().run_pre_filter_extension_remove_pod(
+            state, pod_to_schedule, pod_to_remove, node_info
+        )
 
     def now(self) -> float:
         return self.clock.now()
@@ -531,7 +539,7 @@ class Framework:
         for p in reversed(self.reserve_plugins):
             try:
                 p.unreserve(state, pod, node_name)
-            except Exception:  # noqa: S112 - unreserve must reach every plugin
+            except Exception:
                 continue
 
     def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -551,8 +559,9 @@ class Framework:
                 continue
             status = s.with_plugin(p.name)
             if status.is_rejected():
-                status = Status(Code.UNSCHEDULABLE if status.code == Code.PENDING else status.code,
-                                status.reasons, p.name)
+                status = Status(
+                    Code.UNSCHEDULABLE if status.code == Code.PENDING else status.code, status.reasons, p.name
+                )
             break
         if status is None and timeouts:
             self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock))
@@ -610,7 +619,7 @@ class Framework:
         for p in self.post_bind_plugins:
             try:
                 p.post_bind(state, pod, node_name)
-            except Exception:  # noqa: S112 - informational only
+            except Exception:
                 continue
 
     # ---------------------------------------------------------------------------------- misc
@@ -624,7 +633,9 @@ class Framework:
         return bool(self.post_filter_plugins)
 
     def list_plugins(self) -> dict[str, list[str]]:
-        return {ep: list(self.config.points.get(ep, ())) for ep in EXTENSION_POINTS if self.config.points.get(ep)}
+        return {
+            ep: list(self.config.points.get(ep, ())) for ep in EXTENSION_POINTS if self.config.points.get(ep)
+        }
 
 
 def _go_list(items: Sequence[str]) -> str:

@@ -145,7 +145,9 @@ def parse_node_selector_term(t: Mapping[str, Any], where: str) -> NodeSelectorTe
     for i, e in enumerate(t.get("matchFields") or ()):
         r = _requirement(e, _NODE_OPS, f"{where}.matchFields[{i}]")
         if r.key != "metadata.name":
-            raise SelectorError(f"{where}.matchFields[{i}].key: only metadata.name is supported, got {r.key!r}")
+            raise SelectorError(
+                f"{where}.matchFields[{i}].key: only metadata.name is supported, got {r.key!r}"
+            )
         if r.operator in ("In", "NotIn") and len(r.values) != 1:
             raise SelectorError(f"{where}.matchFields[{i}].values: must have one element")
         fields.append(r)

@@ -148,7 +148,9 @@ class Resource:
             self.scalar[k] = max(self.scalar.get(k, 0), v)
 
     def clone(self) -> Resource:
-        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, self.scalar)
+        return Resource(
+            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, self.scalar
+        )
 
     def is_zero(self) -> bool:
         return not (
@@ -317,7 +319,8 @@ class Pod:
         return tuple(
             v["persistentVolumeClaim"]["claimName"]
             for v in self.volumes
-            if isinstance(v.get("persistentVolumeClaim"), dict) and v["persistentVolumeClaim"].get("claimName")
+            if isinstance(v.get("persistentVolumeClaim"), dict)
+            and v["persistentVolumeClaim"].get("claimName")
         )
 
     @property
@@ -375,7 +378,9 @@ class Pod:
                 nominated_node_name=status.get("nominatedNodeName") or "",
                 host_network=bool(spec.get("hostNetwork")),
                 owner_references=tuple(
-                    OwnerReference(r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller")))
+                    OwnerReference(
+                        r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller"))
+                    )
                     for r in meta.get("ownerReferences") or ()
                 ),
                 scheduled_condition=cond,
@@ -663,7 +668,7 @@ class NodeInfo:
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with this uid; False if it is not here."""
-        for i, pi in enumerate(self.pods):
+        for i, pi in enumerate(self.pods):  # noqa: B007 - i and pi are used after the loop
             if pi.pod.uid == pod.uid:
                 break
         else:

@@ -71,7 +71,13 @@ class PodBuilder:
 
     def owner(self, kind: str, name: str, uid: str = "", controller: bool = True) -> PodBuilder:
         self._d["metadata"].setdefault("ownerReferences", []).append(
-            {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid or f"uid-{name}", "controller": controller}
+            {
+                "apiVersion": "apps/v1",
+                "kind": kind,
+                "name": name,
+                "uid": uid or f"uid-{name}",
+                "controller": controller,
+            }
         )
         return self
 
@@ -121,7 +127,9 @@ class PodBuilder:
         )
         return self
 
-    def container(self, name: str = "", image: str = "registry.k8s.io/pause:3.10", **requests: str) -> PodBuilder:
+    def container(
+        self, name: str = "", image: str = "registry.k8s.io/pause:3.10", **requests: str
+    ) -> PodBuilder:
         cs = self._spec["containers"]
         c: JSON = {"name": name or f"c{len(cs)}", "image": image}
         if requests:
@@ -149,7 +157,9 @@ class PodBuilder:
         self._spec["overhead"] = {k.replace("_", "-"): str(v) for k, v in resources.items()}
         return self
 
-    def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "", container: int = 0) -> PodBuilder:
+    def host_port(
+        self, port: int, protocol: str = "TCP", host_ip: str = "", container: int = 0
+    ) -> PodBuilder:
         p: JSON = {"containerPort": port, "hostPort": port, "protocol": protocol}
         if host_ip:
             p["hostIP"] = host_ip
@@ -170,7 +180,9 @@ class PodBuilder:
         req["nodeSelectorTerms"].append({"matchExpressions": [expr]})
         return self
 
-    def preferred_node_affinity(self, weight: int, key: str, values: list[str], operator: str = "In") -> PodBuilder:
+    def preferred_node_affinity(
+        self, weight: int, key: str, values: list[str], operator: str = "In"
+    ) -> PodBuilder:
         na = self._spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
         expr: JSON = {"key": key, "operator": operator}
         if operator not in ("Exists", "DoesNotExist"):
@@ -188,8 +200,13 @@ class PodBuilder:
         return self
 
     def pod_affinity(
-        self, topology_key: str, labels: Mapping[str, str], anti: bool = False, weight: int = 0,
-        namespaces: list[str] | None = None, namespace_selector: Mapping[str, Any] | None = None,
+        self,
+        topology_key: str,
+        labels: Mapping[str, str],
+        anti: bool = False,
+        weight: int = 0,
+        namespaces: list[str] | None = None,
+        namespace_selector: Mapping[str, Any] | None = None,
     ) -> PodBuilder:
         """Add a pod (anti-)affinity term; ``weight`` > 0 makes it preferred, else required."""
         kind = "podAntiAffinity" if anti else "podAffinity"
@@ -220,7 +237,11 @@ class PodBuilder:
         return self
 
     def spread(
-        self, max_skew: int, topology_key: str, when_unsatisfiable: str, labels: Mapping[str, str] | None,
+        self,
+        max_skew: int,
+        topology_key: str,
+        when_unsatisfiable: str,
+        labels: Mapping[str, str] | None,
         **extra: Any,
     ) -> PodBuilder:
         """Add a topology spread constraint; ``extra`` takes minDomains, nodeAffinityPolicy, ..."""

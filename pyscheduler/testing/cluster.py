@@ -47,7 +47,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROLPLANE_DIR = REPO_ROOT / "e2e" / "controlplane"
 STAGES_FILE = Path(__file__).with_name("kwok") / "stages.yaml"
-ADMIN_TOKEN = "pyscheduler-admin-token"  # noqa: S105 - a loopback-only test credential
+ADMIN_TOKEN = "pyscheduler-admin-token"
 SERVICE_CIDR = "10.96.0.0/16"
 
 KCM_CONTROLLERS = (
@@ -76,10 +76,16 @@ def binaries_dir(build: bool = True) -> Path:
     if not build:
         raise ClusterError("control plane binaries not located; run `make controlplane`")
     proc = subprocess.run(
-        ["bash", str(CONTROLPLANE_DIR / "build.sh")], stdout=subprocess.PIPE, stderr=None, text=True, check=False
+        ["bash", str(CONTROLPLANE_DIR / "build.sh")],
+        stdout=subprocess.PIPE,
+        stderr=None,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
-        raise ClusterError(f"building the control plane failed (exit {proc.returncode}); see the output above")
+        raise ClusterError(
+            f"building the control plane failed (exit {proc.returncode}); see the output above"
+        )
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
@@ -101,23 +107,68 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
 
 
 def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def make_pki(d: Path) -> None:
     """A CA, a serving certificate for 127.0.0.1/localhost/kubernetes.default.svc, and service-account keys."""
     d.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-             "-days", "3650", "-subj", "/CN=pyscheduler-test-ca", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=pyscheduler-test-ca",
+        cwd=d,
+    )
     (d / "san.cnf").write_text(
         "[req]\ndistinguished_name=dn\n[dn]\n[ext]\nsubjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,"
         "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
         "DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n"
     )
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out", "apiserver.csr",
-             "-subj", "/CN=kube-apiserver", cwd=d)
-    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "apiserver.crt", "-days", "3650", "-extfile", "san.cnf", "-extensions", "ext", cwd=d)
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "apiserver.key",
+        "-out",
+        "apiserver.csr",
+        "-subj",
+        "/CN=kube-apiserver",
+        cwd=d,
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "apiserver.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "apiserver.crt",
+        "-days",
+        "3650",
+        "-extfile",
+        "san.cnf",
+        "-extensions",
+        "ext",
+        cwd=d,
+    )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
 
@@ -351,8 +402,12 @@ class LocalCluster:
         log = self.state_dir / f"{name}.log"
         f = open(log, "ab")  # noqa: SIM115 - owned by the child
         popen = subprocess.Popen(
-            argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_set_pdeathsig,  # noqa: PLW1509
+            argv,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_set_pdeathsig,
         )
         f.close()
         self.procs.append(_Proc(name, popen, log))
@@ -396,7 +451,12 @@ class LocalCluster:
         cfg = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": self.name, "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)}}],
+            "clusters": [
+                {
+                    "name": self.name,
+                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
+                }
+            ],
             "users": [{"name": "admin", "user": {"token": ADMIN_TOKEN}}],
             "contexts": [{"name": self.name, "context": {"cluster": self.name, "user": "admin"}}],
             "current-context": self.name,
@@ -408,8 +468,13 @@ class LocalCluster:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
     def request(
-        self, method: str, path: str, body: Any = None, token: str = ADMIN_TOKEN,
-        content_type: str = "application/json", timeout: float = 30,
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        token: str = ADMIN_TOKEN,
+        content_type: str = "application/json",
+        timeout: float = 30,
     ) -> tuple[int, Any]:
         """One API call with the standard library; returns (status, parsed JSON or text)."""
         data = None
@@ -438,10 +503,15 @@ class LocalCluster:
             raise ClusterError(f"{method} {path}: HTTP {status}: {out}")
         return out
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [self.binary("kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input, text=True, capture_output=True, check=check,
+            input=input,
+            text=True,
+            capture_output=True,
+            check=check,
         )
 
     def create_nodes(
@@ -465,7 +535,12 @@ class LocalCluster:
         alloc = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra_resources or {})}
 
         def body(i: int, name: str) -> dict[str, Any]:
-            lbl = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", **(labels or {})}
+            lbl = {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "type": "kwok",
+                **(labels or {}),
+            }
             if zones:
                 lbl["topology.kubernetes.io/zone"] = zones[i % len(zones)]
             spec: dict[str, Any] = {}
@@ -479,7 +554,9 @@ class LocalCluster:
                 "status": {
                     "allocatable": alloc,
                     "capacity": alloc,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kwok"}],
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kwok"}
+                    ],
                     "phase": "Running",
                 },
             }
@@ -513,7 +590,11 @@ class LocalCluster:
         out = self.api(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{service_account}/token",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}},
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": seconds},
+            },
         )
         token: str = out["status"]["token"]
         return token

@@ -41,8 +41,16 @@ class SchedulerProcess:
             self.config_path.write_text(json.dumps(config))  # JSON is YAML
         self.port = free_port()
         self.log_path = self.dir / "scheduler.log"
-        argv = [sys.executable, "-m", "pyscheduler.cli", "run", f"--port={self.port}", "--address=127.0.0.1",
-                "--log-format=json", "--log-level=debug"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pyscheduler.cli",
+            "run",
+            f"--port={self.port}",
+            "--address=127.0.0.1",
+            "--log-format=json",
+            "--log-level=debug",
+        ]
         if kubeconfig is not None:
             argv.append(f"--kubeconfig={kubeconfig}")
         if self.config_path is not None:
@@ -55,8 +63,9 @@ class SchedulerProcess:
 
     def start(self, wait_ready: float = 60.0) -> SchedulerProcess:
         with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            )
         if wait_ready:
             self.wait_ready(wait_ready)
         return self
@@ -67,10 +76,12 @@ class SchedulerProcess:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"pyscheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as r:
-                    if r.status == 200:
-                        return
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as r,
+            ):
+                if r.status == 200:
+                    return
             time.sleep(0.1)
         raise RuntimeError(f"pyscheduler not ready after {timeout}s:\n{self.log_tail()}")
 

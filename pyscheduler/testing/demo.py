@@ -35,12 +35,21 @@ def _deployment(replicas: int) -> dict[str, Any]:
                 "metadata": {"labels": {"app": "web"}},
                 "spec": {
                     "schedulerName": "py-scheduler",
-                    "containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}],
-                    "topologySpreadConstraints": [{
-                        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}},
-                    }],
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+                        }
+                    ],
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                        }
+                    ],
                 },
             },
         },
@@ -48,24 +57,44 @@ def _deployment(replicas: int) -> dict[str, Any]:
 
 
 def main(nodes: int = 4, once: bool = False, config: str | None = None, replicas: int = 8) -> int:
-    print(f"starting a local control plane with {nodes} fake nodes (first run builds it: minutes)...", flush=True)
+    print(
+        f"starting a local control plane with {nodes} fake nodes (first run builds it: minutes)...",
+        flush=True,
+    )
     with LocalCluster(with_kwok=True, with_controller_manager=True, name="demo") as c:
         c.create_nodes(nodes, prefix="kwok-node", cpu="2", memory="8Gi", zones=["zone-a", "zone-b"])
         print(f"cluster ready at {c.server}; kubeconfig {c.kubeconfig}", flush=True)
-        argv = [sys.executable, "-m", "pyscheduler.cli", "run", f"--kubeconfig={c.kubeconfig}",
-                "--no-leader-elect", "--port=0", "--log-format=console"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pyscheduler.cli",
+            "run",
+            f"--kubeconfig={c.kubeconfig}",
+            "--no-leader-elect",
+            "--port=0",
+            "--log-format=console",
+        ]
         if config:
             argv.append(f"--config={config}")
         log_path = Path(c.state_dir or ".") / "pyscheduler.log"
         with open(log_path, "wb") as logf:
             sched = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=os.environ.copy())
         try:
-            c.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEMO_NS}})
+            c.api(
+                "POST",
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEMO_NS}},
+            )
             c.api("POST", f"/apis/apps/v1/namespaces/{DEMO_NS}/deployments", _deployment(replicas))
-            c.api("POST", f"/api/v1/namespaces/{DEMO_NS}/pods",
-                  make_pod("too-big", DEMO_NS).scheduler("py-scheduler").req(cpu="64").json())
-            print(f"applied: deployment/web ({replicas} replicas, spread over zones) and pod/too-big (64 CPUs)\n",
-                  flush=True)
+            c.api(
+                "POST",
+                f"/api/v1/namespaces/{DEMO_NS}/pods",
+                make_pod("too-big", DEMO_NS).scheduler("py-scheduler").req(cpu="64").json(),
+            )
+            print(
+                f"applied: deployment/web ({replicas} replicas, spread over zones) and pod/too-big (64 CPUs)\n",
+                flush=True,
+            )
             return _watch(c, sched, once, replicas, log_path)
         finally:
             with contextlib.suppress(ProcessLookupError):
@@ -92,8 +121,10 @@ def _watch(c: LocalCluster, sched: subprocess.Popen[bytes], once: bool, replicas
                     seen[name] = node
                     print(f"  scheduled  {name:<28} -> {node}", flush=True)
                 elif not node and name not in seen:
-                    cond = next((x for x in p.get("status", {}).get("conditions", [])
-                                 if x["type"] == "PodScheduled"), None)
+                    cond = next(
+                        (x for x in p.get("status", {}).get("conditions", []) if x["type"] == "PodScheduled"),
+                        None,
+                    )
                     if cond and cond.get("status") == "False":
                         seen[name] = ""
                         print(f"  pending    {name:<28} {cond.get('message', '')}", flush=True)

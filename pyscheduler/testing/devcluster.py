@@ -42,22 +42,39 @@ def up(d: str, nodes: int = 3, with_controller_manager: bool = False, timeout: f
     from pyscheduler.testing.cluster import binaries_dir
 
     bins = binaries_dir()
-    argv = [sys.executable, "-m", "pyscheduler.testing.devcluster", "serve", str(root), str(nodes),
-            "1" if with_controller_manager else "0"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pyscheduler.testing.devcluster",
+        "serve",
+        str(root),
+        str(nodes),
+        "1" if with_controller_manager else "0",
+    ]
     with open(logf, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env={**os.environ, "PYSCHEDULER_CONTROLPLANE_BIN": str(bins)})
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "PYSCHEDULER_CONTROLPLANE_BIN": str(bins)},
+        )
     pidfile.write_text(str(proc.pid))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready.exists():
-            print(f"dev cluster up: {nodes} fake nodes; logs in {root}; stop with: pyscheduler dev-cluster down",
-                  file=sys.stderr)
+            print(
+                f"dev cluster up: {nodes} fake nodes; logs in {root}; stop with: pyscheduler dev-cluster down",
+                file=sys.stderr,
+            )
             print(f"export KUBECONFIG={root / 'cluster' / 'kubeconfig'}")
             return 0
         if proc.poll() is not None:
-            print(f"dev cluster failed to start (exit {proc.returncode}); log:\n{logf.read_text()[-3000:]}",
-                  file=sys.stderr)
+            print(
+                f"dev cluster failed to start (exit {proc.returncode}); log:\n{logf.read_text()[-3000:]}",
+                file=sys.stderr,
+            )
             return 1
         time.sleep(0.2)
     print("dev cluster did not become ready in time", file=sys.stderr)
@@ -65,7 +82,7 @@ def up(d: str, nodes: int = 3, with_controller_manager: bool = False, timeout: f
 
 
 def down(d: str, timeout: float = 30.0) -> int:
-    root, pidfile, ready, _ = _paths(d)
+    _, pidfile, ready, _ = _paths(d)
     if not pidfile.exists():
         print("no dev cluster running", file=sys.stderr)
         return 0
@@ -86,7 +103,9 @@ def down(d: str, timeout: float = 30.0) -> int:
 def status(d: str) -> int:
     root, pidfile, ready, _ = _paths(d)
     if pidfile.exists() and _alive(int(pidfile.read_text())) and ready.exists():
-        print(f"running (pid {pidfile.read_text().strip()}); export KUBECONFIG={root / 'cluster' / 'kubeconfig'}")
+        print(
+            f"running (pid {pidfile.read_text().strip()}); export KUBECONFIG={root / 'cluster' / 'kubeconfig'}"
+        )
         return 0
     print("not running")
     return 1
@@ -96,8 +115,9 @@ def serve(root: str, nodes: int, with_cm: bool) -> int:
     from pyscheduler.testing.cluster import LocalCluster
 
     r = Path(root)
-    cluster = LocalCluster(with_kwok=True, with_controller_manager=with_cm, state_dir=r / "cluster",
-                           keep_state=True, name="dev")
+    cluster = LocalCluster(
+        with_kwok=True, with_controller_manager=with_cm, state_dir=r / "cluster", keep_state=True, name="dev"
+    )
     stopping = False
 
     def on_term(*_: object) -> None:

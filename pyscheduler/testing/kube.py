@@ -27,8 +27,11 @@ def eventually(fn: Callable[[], T], timeout: float = 30.0, interval: float = 0.2
 def create(cluster: LocalCluster, obj: dict[str, Any]) -> dict[str, Any]:
     kind = obj["kind"]
     ns = obj["metadata"].get("namespace", "default")
-    paths = {"Pod": f"/api/v1/namespaces/{ns}/pods", "Node": "/api/v1/nodes",
-             "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses"}
+    paths = {
+        "Pod": f"/api/v1/namespaces/{ns}/pods",
+        "Node": "/api/v1/nodes",
+        "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    }
     out: dict[str, Any] = cluster.api("POST", paths[kind], obj)
     return out
 
@@ -62,10 +65,16 @@ def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
 
 def events_for(cluster: LocalCluster, ns: str, pod_name: str, reason: str = "") -> list[dict[str, Any]]:
     items = cluster.api("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]
-    return [e for e in items if e.get("regarding", {}).get("name") == pod_name and (not reason or e.get("reason") == reason)]
+    return [
+        e
+        for e in items
+        if e.get("regarding", {}).get("name") == pod_name and (not reason or e.get("reason") == reason)
+    ]
 
 
-def node_usage(cluster: LocalCluster, node_names: Iterable[str]) -> dict[str, tuple[int, int, int, int, int, int]]:
+def node_usage(
+    cluster: LocalCluster, node_names: Iterable[str]
+) -> dict[str, tuple[int, int, int, int, int, int]]:
     """node -> (cpu requested m, cpu allocatable m, memory requested, memory allocatable, pods, max pods)."""
     names = set(node_names)
     usage = {n: [0, 0, 0, 0, 0, 0] for n in names}

@@ -26,8 +26,15 @@ def test_apiserver_reports_pinned_version(cluster: LocalCluster) -> None:
 
 
 def test_kwok_keeps_fake_nodes_ready(cluster: LocalCluster) -> None:
-    names = cluster.create_nodes(3, prefix="cp-ready", cpu="2", memory="4Gi", pods=20,
-                                 labels={"pool": "a"}, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    names = cluster.create_nodes(
+        3,
+        prefix="cp-ready",
+        cpu="2",
+        memory="4Gi",
+        pods=20,
+        labels={"pool": "a"},
+        taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}],
+    )
     for name in names:
         node = cluster.api("GET", f"/api/v1/nodes/{name}")
         assert node["status"]["allocatable"]["cpu"] == "2"
@@ -42,7 +49,11 @@ def test_kwok_keeps_fake_nodes_ready(cluster: LocalCluster) -> None:
     first = heartbeat(names[0])
     renewed = eventually(lambda: heartbeat(names[0]) != first and heartbeat(names[0]), timeout=40)
     assert renewed
-    ready = [c for c in cluster.api("GET", f"/api/v1/nodes/{names[0]}")["status"]["conditions"] if c["type"] == "Ready"]
+    ready = [
+        c
+        for c in cluster.api("GET", f"/api/v1/nodes/{names[0]}")["status"]["conditions"]
+        if c["type"] == "Ready"
+    ]
     assert ready[0]["status"] == "True"
 
 
@@ -50,8 +61,12 @@ def test_hand_made_binding_runs_the_pod_and_delete_removes_it(cluster: LocalClus
     (node,) = cluster.create_nodes(1, prefix="cp-bind")
     pod = make_pod("hand-bound", ns).scheduler("nobody").req(cpu="100m").json()
     cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "hand-bound"},
-               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "hand-bound"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
     cluster.api("POST", f"/api/v1/namespaces/{ns}/pods/hand-bound/binding", binding)
 
     def running() -> bool:
@@ -68,33 +83,59 @@ def test_hand_made_binding_runs_the_pod_and_delete_removes_it(cluster: LocalClus
 
 
 def test_service_account_token_is_limited_by_rbac(cluster: LocalCluster, ns: str) -> None:
-    cluster.api("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
-                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}})
-    cluster.api("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]})
-    cluster.api("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "pod-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}]})
+    cluster.api(
+        "POST",
+        f"/api/v1/namespaces/{ns}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}},
+    )
+    cluster.api(
+        "POST",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        },
+    )
+    cluster.api(
+        "POST",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}],
+        },
+    )
     token = cluster.create_token(ns, "reader")
 
     status, _ = cluster.request("GET", f"/api/v1/namespaces/{ns}/pods", token=token)
     assert status == 200
     status, body = cluster.request("GET", "/api/v1/nodes", token=token)
     assert status == 403
-    assert "cannot list resource \"nodes\"" in body["message"]
+    assert 'cannot list resource "nodes"' in body["message"]
     status, _ = cluster.request("DELETE", f"/api/v1/namespaces/{ns}/pods/x", token=token)
     assert status == 403
 
 
 def test_controller_manager_gives_a_deployment_its_pods(cluster: LocalCluster, ns: str) -> None:
     dep = {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"schedulerName": "nobody",
-                                       "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "schedulerName": "nobody",
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
     }
     cluster.api("POST", f"/apis/apps/v1/namespaces/{ns}/deployments", dep)
 
@@ -112,7 +153,11 @@ def test_two_clusters_run_at_once_and_stop_leaves_no_process(cluster: LocalClust
         assert other.port != cluster.port
         assert other.request("GET", "/readyz")[0] == 200
         # objects in one cluster are not in the other
-        cluster.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "only-first"}})
+        cluster.api(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "only-first"}},
+        )
         assert other.request("GET", "/api/v1/namespaces/only-first")[0] == 404
         pids = [p.popen.pid for p in other.procs]
         state = other.state_dir

@@ -23,7 +23,7 @@ from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.registry import full_registry, plugin_extension_points
 from pyscheduler.testing.builders import make_pod
 from pyscheduler.testing.cluster import LocalCluster
-from pyscheduler.testing.kube import create, eventually, events_for, get_pod, list_pods, node_of
+from pyscheduler.testing.kube import create, events_for, eventually, get_pod, list_pods, node_of
 
 WAIT_LABEL = "test.pyscheduler.io/permit"
 
@@ -70,7 +70,9 @@ def app(cluster: LocalCluster) -> Iterator[tuple[App, GatekeeperPermit]]:
         {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"schedulerName": "py-permit", "plugins": {"multiPoint": {"enabled": [{"name": gate.name}]}}}],
+            "profiles": [
+                {"schedulerName": "py-permit", "plugins": {"multiPoint": {"enabled": [{"name": gate.name}]}}}
+            ],
         },
         registry,
         eps,
@@ -88,12 +90,16 @@ def pod(ns: str, name: str) -> Any:
     return make_pod(name, ns).scheduler("py-permit").node_selector({"pool": ns})
 
 
-def test_permit_wait_then_allow_binds(cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]) -> None:
+def test_permit_wait_then_allow_binds(
+    cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]
+) -> None:
     a, gate = app
     (node,) = cluster.create_nodes(1, prefix=f"{ns}-n", labels={"pool": ns})
     create(cluster, pod(ns, "held").label(WAIT_LABEL, "wait").json())
     fwk = a.profiles["py-permit"]
-    wp = eventually(lambda: next((w for w in fwk.handle.iterate_waiting_pods() if w.pod.name == "held"), None))
+    wp = eventually(
+        lambda: next((w for w in fwk.handle.iterate_waiting_pods() if w.pod.name == "held"), None)
+    )
     assert wp.pending_plugins() == [gate.name]
     assert node_of(cluster, ns, "held") == ""  # waiting, not bound
     wp.allow(gate.name)
@@ -104,7 +110,7 @@ def test_permit_wait_then_allow_binds(cluster: LocalCluster, ns: str, app: tuple
 def test_permit_timeout_unreserves_and_requeues(
     cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]
 ) -> None:
-    a, gate = app
+    _, gate = app
     cluster.create_nodes(1, prefix=f"{ns}-n", labels={"pool": ns}, cpu="1")
     create(cluster, pod(ns, "impatient").label(WAIT_LABEL, "short").req(cpu="600m").json())
     eventually(lambda: "impatient" in gate.unreserved, timeout=15, what="Unreserve after the Permit timeout")
@@ -116,8 +122,10 @@ def test_permit_timeout_unreserves_and_requeues(
     eventually(lambda: node_of(cluster, ns, "next"), timeout=10)
 
 
-def test_scheduling_survives_etcd_compaction(cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]) -> None:
-    a, _ = app
+def test_scheduling_survives_etcd_compaction(
+    cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]
+) -> None:
+    _ = app  # the scheduler runs in the background
     cluster.create_nodes(2, prefix=f"{ns}-n", labels={"pool": ns})
     create(cluster, pod(ns, "before").json())
     eventually(lambda: node_of(cluster, ns, "before"))
@@ -128,14 +136,17 @@ def test_scheduling_survives_etcd_compaction(cluster: LocalCluster, ns: str, app
     cluster.compact_etcd()
     for i in range(5):
         create(cluster, pod(ns, f"after{i}").json())
-    eventually(lambda: all(node_of(cluster, ns, f"after{i}") for i in range(5)), timeout=60,
-               what="pods created after compaction bound")
+    eventually(
+        lambda: all(node_of(cluster, ns, f"after{i}") for i in range(5)),
+        timeout=60,
+        what="pods created after compaction bound",
+    )
 
 
 def test_scheduling_survives_apiserver_restart(
     cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]
 ) -> None:
-    a, _ = app
+    _ = app  # the scheduler runs in the background
     cluster.create_nodes(2, prefix=f"{ns}-n", labels={"pool": ns})
     for i in range(3):
         create(cluster, pod(ns, f"pre{i}").json())
@@ -143,8 +154,12 @@ def test_scheduling_survives_apiserver_restart(
     for i in range(3):
         create(cluster, pod(ns, f"post{i}").json())
     eventually(
-        lambda: all(p["spec"].get("nodeName") for p in list_pods(cluster, ns)) and len(list_pods(cluster, ns)) == 6,
-        timeout=90, what="every pod bound after the apiserver restart",
+        lambda: (
+            all(p["spec"].get("nodeName") for p in list_pods(cluster, ns))
+            and len(list_pods(cluster, ns)) == 6
+        ),
+        timeout=90,
+        what="every pod bound after the apiserver restart",
     )
     for p in list_pods(cluster, ns):
         assert get_pod(cluster, ns, p["metadata"]["name"])["spec"]["nodeName"].startswith(f"{ns}-n")

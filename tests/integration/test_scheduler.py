@@ -16,8 +16,8 @@ from pyscheduler.testing.cluster import LocalCluster
 from pyscheduler.testing.daemon import SchedulerProcess
 from pyscheduler.testing.kube import (
     create,
-    eventually,
     events_for,
+    eventually,
     get_pod,
     list_pods,
     node_of,
@@ -34,7 +34,9 @@ CONFIG = {
         {"schedulerName": "py-scheduler"},
         {
             "schedulerName": SECOND_PROFILE,
-            "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}],
+            "pluginConfig": [
+                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+            ],
         },
     ],
 }
@@ -72,8 +74,11 @@ def test_200_mixed_pods_on_20_nodes_all_bound_and_no_node_overcommitted(
         create(cluster, pod(ns, f"p{i}").req(cpu=cpu, memory=mem).json())
     assert total_cpu <= 20 * 6000, "the workload must fit the pool"
 
-    eventually(lambda: all(bound(cluster, ns).values()) and len(bound(cluster, ns)) == 200, timeout=120,
-               what="all 200 pods bound")
+    eventually(
+        lambda: all(bound(cluster, ns).values()) and len(bound(cluster, ns)) == 200,
+        timeout=120,
+        what="all 200 pods bound",
+    )
     for node, (cpu, cpu_alloc, mem, mem_alloc, pods, max_pods) in node_usage(cluster, nodes).items():
         assert cpu <= cpu_alloc, f"{node} overcommitted on cpu: {cpu}m > {cpu_alloc}m"
         assert mem <= mem_alloc, f"{node} overcommitted on memory"
@@ -108,32 +113,58 @@ def test_pod_that_fits_nowhere_stays_pending_with_event_and_condition(
     assert node_of(cluster, ns, "huge") == ""
 
 
-def test_deleting_a_pod_lets_a_waiting_one_in(cluster: LocalCluster, ns: str, daemon: SchedulerProcess) -> None:
+def test_deleting_a_pod_lets_a_waiting_one_in(
+    cluster: LocalCluster, ns: str, daemon: SchedulerProcess
+) -> None:
     (node,) = pool(cluster, ns, 1, cpu="1", memory="4Gi")
     create(cluster, pod(ns, "first").req(cpu="800m").json())
     eventually(lambda: node_of(cluster, ns, "first") == node)
     create(cluster, pod(ns, "second").req(cpu="800m").json())
     eventually(lambda: events_for(cluster, ns, "second", "FailedScheduling"))
     cluster.api("DELETE", f"/api/v1/namespaces/{ns}/pods/first")
-    eventually(lambda: node_of(cluster, ns, "second") == node, timeout=10, what="waiting pod scheduled after delete")
+    eventually(
+        lambda: node_of(cluster, ns, "second") == node, timeout=10, what="waiting pod scheduled after delete"
+    )
 
 
-def test_higher_priority_pod_takes_the_only_slot(cluster: LocalCluster, ns: str, daemon: SchedulerProcess) -> None:
+def test_higher_priority_pod_takes_the_only_slot(
+    cluster: LocalCluster, ns: str, daemon: SchedulerProcess
+) -> None:
     (node,) = pool(cluster, ns, 1, cpu="1", memory="4Gi")
     # Cordon the node so both pods wait; uncordoning wakes both and the queue orders them by priority.
-    status, _ = cluster.request("PATCH", f"/api/v1/nodes/{node}", b'{"spec":{"unschedulable":true}}',
-                                content_type="application/merge-patch+json")
+    status, _ = cluster.request(
+        "PATCH",
+        f"/api/v1/nodes/{node}",
+        b'{"spec":{"unschedulable":true}}',
+        content_type="application/merge-patch+json",
+    )
     assert status == 200
     for name, value in (("low", 1), ("high", 1000)):
-        create(cluster, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                         "metadata": {"name": f"{ns}-{name}"}, "value": value})
+        create(
+            cluster,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"{ns}-{name}"},
+                "value": value,
+            },
+        )
     create(cluster, pod(ns, "low").req(cpu="800m").priority_class(f"{ns}-low").json())
     create(cluster, pod(ns, "high").req(cpu="800m").priority_class(f"{ns}-high").json())
-    eventually(lambda: events_for(cluster, ns, "low", "FailedScheduling") and events_for(cluster, ns, "high", "FailedScheduling"))
+    eventually(
+        lambda: (
+            events_for(cluster, ns, "low", "FailedScheduling")
+            and events_for(cluster, ns, "high", "FailedScheduling")
+        )
+    )
     note = events_for(cluster, ns, "low", "FailedScheduling")[0]["note"]
     assert "1 node(s) were unschedulable" in note
-    cluster.request("PATCH", f"/api/v1/nodes/{node}", b'{"spec":{"unschedulable":false}}',
-                    content_type="application/merge-patch+json")
+    cluster.request(
+        "PATCH",
+        f"/api/v1/nodes/{node}",
+        b'{"spec":{"unschedulable":false}}',
+        content_type="application/merge-patch+json",
+    )
     eventually(lambda: node_of(cluster, ns, "high") == node, timeout=20)
     assert node_of(cluster, ns, "low") == ""
 
@@ -157,7 +188,9 @@ def test_two_profiles_in_one_process_each_schedule_their_pods(
         assert events_for(cluster, ns, f"packed{i}", "Scheduled")
 
 
-def test_pods_of_other_schedulers_are_untouched(cluster: LocalCluster, ns: str, daemon: SchedulerProcess) -> None:
+def test_pods_of_other_schedulers_are_untouched(
+    cluster: LocalCluster, ns: str, daemon: SchedulerProcess
+) -> None:
     pool(cluster, ns, 1)
     create(cluster, pod(ns, "foreign", "some-other-scheduler").json())
     create(cluster, pod(ns, "ours").json())
@@ -168,23 +201,40 @@ def test_pods_of_other_schedulers_are_untouched(cluster: LocalCluster, ns: str, 
     assert events_for(cluster, ns, "foreign") == []
 
 
-def test_scheduling_gates_hold_a_pod_until_removed(cluster: LocalCluster, ns: str, daemon: SchedulerProcess) -> None:
+def test_scheduling_gates_hold_a_pod_until_removed(
+    cluster: LocalCluster, ns: str, daemon: SchedulerProcess
+) -> None:
     (node,) = pool(cluster, ns, 1)
     create(cluster, pod(ns, "gated").gate("example.com/wait").json())
     create(cluster, pod(ns, "ungated").json())
     eventually(lambda: node_of(cluster, ns, "ungated") == node)
     assert node_of(cluster, ns, "gated") == ""
-    status, _ = cluster.request("PATCH", f"/api/v1/namespaces/{ns}/pods/gated",
-                                b'{"spec":{"schedulingGates":null}}', content_type="application/merge-patch+json")
+    status, _ = cluster.request(
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/pods/gated",
+        b'{"spec":{"schedulingGates":null}}',
+        content_type="application/merge-patch+json",
+    )
     assert status == 200
     eventually(lambda: node_of(cluster, ns, "gated") == node, timeout=10)
 
 
-def test_daemon_exposes_kube_scheduler_metrics(cluster: LocalCluster, daemon: SchedulerProcess, ns: str) -> None:
+def test_daemon_exposes_kube_scheduler_metrics(
+    cluster: LocalCluster, daemon: SchedulerProcess, ns: str
+) -> None:
     pool(cluster, ns, 1)
     create(cluster, pod(ns, "m").json())
     eventually(lambda: node_of(cluster, ns, "m"))
-    text = eventually(lambda: 'scheduler_schedule_attempts_total{profile="py-scheduler",result="scheduled"}' in daemon.metrics() and daemon.metrics())
-    for name in ("scheduler_pending_pods", "scheduler_framework_extension_point_duration_seconds",
-                 "scheduler_pod_scheduling_sli_duration_seconds", "scheduler_queue_incoming_pods_total"):
+    text = eventually(
+        lambda: (
+            'scheduler_schedule_attempts_total{profile="py-scheduler",result="scheduled"}' in daemon.metrics()
+            and daemon.metrics()
+        )
+    )
+    for name in (
+        "scheduler_pending_pods",
+        "scheduler_framework_extension_point_duration_seconds",
+        "scheduler_pod_scheduling_sli_duration_seconds",
+        "scheduler_queue_incoming_pods_total",
+    ):
         assert name in text

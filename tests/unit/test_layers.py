@@ -1,0 +1,85 @@
+"""The import layers of ../shared/ARCHITECTURE.md, checked on every test run.
+
+- framework imports only the standard library and itself (no kubernetes, no I/O packages);
+- a plugin imports only the framework, the standard library and its own package;
+- only pyscheduler.client imports the ``kubernetes`` package;
+- framework, plugins and backend never import client, app, scheduler or cli.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "pyscheduler"
+STDLIB = set(sys.stdlib_module_names)
+# Plugins that are documented exceptions: they talk to something outside the cluster on purpose.
+NETWORK_PLUGINS = {"network_traffic", "binding_notifier"}
+THIRD_PARTY_ALLOWED_IN_PLUGINS = {"structlog"}
+
+
+def modules() -> list[Path]:
+    return [p for p in ROOT.rglob("*.py") if not p.name.startswith("test_")]
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return out
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT.parent))
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if "framework" in p.parts], ids=rel)
+def test_framework_is_pure(path: Path) -> None:
+    for mod in imports(path):
+        top = mod.split(".")[0]
+        assert top in STDLIB or mod.startswith("pyscheduler.framework"), f"{rel(path)} imports {mod}"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in modules() if "plugins" in p.parts and p.parent.name != "plugins"], ids=rel
+)
+def test_plugins_import_only_the_framework(path: Path) -> None:
+    parts = path.relative_to(ROOT / "plugins").parts
+    own = "pyscheduler.plugins." + ".".join(parts[:-1])
+    for mod in imports(path):
+        top = mod.split(".")[0]
+        if top in STDLIB:
+            network = mod in ("urllib.request", "http.client", "socket") or top == "http"
+            if network and not NETWORK_PLUGINS.intersection(parts):
+                pytest.fail(f"{rel(path)} does network I/O ({mod}) but is not a documented network plugin")
+            continue
+        if top in THIRD_PARTY_ALLOWED_IN_PLUGINS:
+            continue
+        assert mod.startswith(("pyscheduler.framework", own)), f"{rel(path)} imports {mod}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=rel)
+def test_only_the_client_layer_imports_kubernetes(path: Path) -> None:
+    if "client" in path.relative_to(ROOT).parts[:1]:
+        return
+    for mod in imports(path):
+        assert mod.split(".")[0] != "kubernetes", f"{rel(path)} imports {mod}; only pyscheduler.client may"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if p.relative_to(ROOT).parts[0] in ("framework", "plugins", "backend")],
+    ids=rel,
+)
+def test_core_does_not_import_outer_layers(path: Path) -> None:
+    for mod in imports(path):
+        assert not mod.startswith(
+            ("pyscheduler.client", "pyscheduler.app", "pyscheduler.scheduler", "pyscheduler.cli")
+        ), f"{rel(path)} imports {mod}"
