@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ def main(nodes: int = 4, once: bool = False, config: str | None = None, replicas
         ]
         if config:
             argv.append(f"--config={config}")
-        log_path = Path(c.state_dir or ".") / "pyscheduler.log"
+        log_path = Path(tempfile.gettempdir()) / f"pyscheduler-demo-{os.getpid()}.log"
         with open(log_path, "wb") as logf:
             sched = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=os.environ.copy())
         try:
