@@ -345,10 +345,12 @@ class Scheduler:
         s = fwk.run_pre_score_plugins(state, pod, nodes)
         if s is not None and not s.is_success():
             raise RuntimeError(s.message())
-        scored, s = fwk.run_score_plugins(state, pod, nodes)
+        node_totals, s = fwk.run_score_plugins_totals(state, pod, nodes)
         if s is not None and not s.is_success():
             raise RuntimeError(s.message())
-        totals = {name: total for name, total, _ in scored}
+        if not self.extenders:
+            return [NodeScore(n.name, t) for n, t in zip(nodes, node_totals, strict=True)]
+        totals = {n.name: t for n, t in zip(nodes, node_totals, strict=True)}
         for ext in self.extenders:
             if not ext.is_interested(pod):
                 continue

@@ -223,6 +223,12 @@ class FrameworkHandle:
         return self.clock.now()
 
 
+class _ScoreFailure(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
 def _err(plugin: str, point: str, e: BaseException) -> Status:
     return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {e}',), plugin, e)
 
@@ -474,50 +480,83 @@ class Framework:
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[tuple[str, int, dict[str, int]]], Status | None]:
-        """Per node: (name, weighted total, weighted score per plugin)."""
+        """Per node: (name, weighted total, weighted score per plugin). For explanations and tests; the
+        scheduling loop uses ``run_score_plugins_totals``, which skips the per-node breakdown."""
+        per_plugin, st = self._score(state, pod, nodes)
+        if st is not None:
+            return [], st
+        out: list[tuple[str, int, dict[str, int]]] = []
+        for i, ni in enumerate(nodes):
+            detail = {name: scores[i] for name, scores in per_plugin.items()}
+            out.append((ni.name, sum(detail.values()), detail))
+        return out, None
+
+    def run_score_plugins_totals(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status | None]:
+        """The weighted total score of each node, in the order of ``nodes``."""
+        per_plugin, st = self._score(state, pod, nodes)
+        if st is not None:
+            return [], st
+        totals = [0] * len(nodes)
+        for scores in per_plugin.values():
+            totals = [a + b for a, b in zip(totals, scores, strict=True)]
+        return totals, None
+
+    def _score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[dict[str, list[int]], Status | None]:
         start = time.perf_counter()
-        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
-        per_plugin: dict[str, list[NodeScore]] = {}
-        for p in plugins:
-            scores: list[NodeScore] = []
-            score = p.score
+        per_plugin: dict[str, list[int]] = {}
+        skip = state.skip_score_plugins
+        for p in self.score_plugins:
+            if p.name in skip:
+                continue
             try:
-                for ni in nodes:
-                    v, s = score(state, pod, ni)
-                    if s is not None and not s.is_success():
-                        st = s.with_plugin(p.name)
-                        self._observe("Score", st, start)
-                        return [], st
-                    scores.append(NodeScore(ni.name, v))
-                ext = p.score_extensions()
-                if ext is not None:
-                    s = ext.normalize_score(state, pod, scores)
-                    if s is not None and not s.is_success():
-                        st = s.with_plugin(p.name)
-                        self._observe("Score", st, start)
-                        return [], st
+                scores = self._score_one(p, state, pod, nodes)
+            except _ScoreFailure as f:
+                self._observe("Score", f.status, start)
+                return {}, f.status
             except Exception as e:
                 st = _err(p.name, "Score", e)
                 self._observe("Score", st, start)
-                return [], st
-            w = self.weights.get(p.name, 1)
-            for ns in scores:
-                if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
-                    st = Status.as_error(
-                        f"plugin {p.name!r} returns an invalid score {ns.score}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        p.name,
-                    )
-                    self._observe("Score", st, start)
-                    return [], st
-                ns.score *= w
+                return {}, st
             per_plugin[p.name] = scores
-        out: list[tuple[str, int, dict[str, int]]] = []
-        for i, ni in enumerate(nodes):
-            detail = {name: scores[i].score for name, scores in per_plugin.items()}
-            out.append((ni.name, sum(detail.values()), detail))
         self._observe("Score", None, start)
-        return out, None
+        return per_plugin, None
+
+    def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
+        score = p.score
+        ext = p.score_extensions()
+        if ext is None:
+            values = []
+            for ni in nodes:
+                v, s = score(state, pod, ni)
+                if s is not None and s.code != Code.SUCCESS:
+                    raise _ScoreFailure(s.with_plugin(p.name))
+                values.append(v)
+        else:
+            node_scores = []
+            for ni in nodes:
+                v, s = score(state, pod, ni)
+                if s is not None and s.code != Code.SUCCESS:
+                    raise _ScoreFailure(s.with_plugin(p.name))
+                node_scores.append(NodeScore(ni.name, v))
+            s = ext.normalize_score(state, pod, node_scores)
+            if s is not None and not s.is_success():
+                raise _ScoreFailure(s.with_plugin(p.name))
+            values = [ns.score for ns in node_scores]
+        if values and (max(values) > MAX_NODE_SCORE or min(values) < MIN_NODE_SCORE):
+            bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
+            raise _ScoreFailure(
+                Status.as_error(
+                    f"plugin {p.name!r} returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    p.name,
+                )
+            )
+        w = self.weights.get(p.name, 1)
+        return [v * w for v in values] if w != 1 else values
 
     # ---------------------------------------------------------------------------------- reserve/permit
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
