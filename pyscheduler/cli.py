@@ -2,6 +2,7 @@
 
     pyscheduler run [--config FILE] [--kubeconfig FILE]   schedule pods (in a pod: in-cluster config)
     pyscheduler plugins                                    list registered plugins and their extension points
+    pyscheduler explain NS/POD [--config FILE]             why is this pod pending? (read-only cycle)
     pyscheduler dev-cluster up [--nodes N] [--with-controller-manager] | down | status
     pyscheduler demo [--nodes N]                           local cluster + scheduler + a demo workload
 
@@ -181,6 +182,35 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------------------- explain
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from pyscheduler.client.api import Api
+    from pyscheduler.client.connection import load_configuration
+    from pyscheduler.explain import explain, read_cluster
+
+    registry = _registry()
+    config = load_config_or_exit(args.config, registry)
+    if "/" in args.pod:
+        namespace, name = args.pod.split("/", 1)
+    else:
+        namespace, name = args.namespace, args.pod
+    api = Api(load_configuration(args.kubeconfig), qps=100, burst=200)
+    try:
+        pod, nodes, pods, objects = read_cluster(api, namespace, name)
+    except Exception as e:
+        print(f"pyscheduler explain: {e}", file=sys.stderr)
+        return 1
+    try:
+        ex = explain(pod, nodes, pods, objects, config, registry)
+    except ValueError as e:
+        print(f"pyscheduler explain: {e}", file=sys.stderr)
+        return 1
+    print(ex.render(top=args.top))
+    return 0
+
+
 # ----------------------------------------------------------------------------------------- dev cluster
 
 
@@ -224,6 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--log-format", choices=("auto", "console", "json"), default="auto")
     r.add_argument("--log-level", default=os.environ.get("PYSCHEDULER_LOG_LEVEL", "info"))
     r.set_defaults(fn=cmd_run)
+
+    ex = sub.add_parser(
+        "explain", help="why is this pod pending (or on that node)? a read-only scheduling cycle"
+    )
+    ex.add_argument("pod", help="NAMESPACE/NAME (or NAME with -n)")
+    ex.add_argument("-n", "--namespace", default="default")
+    ex.add_argument("--config", help="the KubeSchedulerConfiguration the scheduler runs with")
+    ex.add_argument("--kubeconfig")
+    ex.add_argument("--top", type=int, default=5, help="how many best-scoring nodes to show")
+    ex.set_defaults(fn=cmd_explain)
 
     pl = sub.add_parser("plugins", help="list registered plugins and their extension points")
     pl.set_defaults(fn=cmd_plugins)

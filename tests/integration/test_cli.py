@@ -100,3 +100,43 @@ def test_plugins_lists_every_default_plugin_with_its_extension_points() -> None:
         assert name in lines and "default" in lines[name]
     assert "filter" in lines["NodeResourcesFit"] and "score" in lines["NodeResourcesFit"]
     assert "postFilter" in lines["DefaultPreemption"]
+
+
+@pytest.mark.cluster
+def test_explain_says_why_a_pod_is_pending_node_by_node(cluster, ns: str) -> None:  # type: ignore[no-untyped-def]
+    from pyscheduler.testing.builders import make_pod
+    from pyscheduler.testing.kube import create
+
+    cluster.create_nodes(2, prefix=f"{ns}-small", labels={"pool": ns}, cpu="1")
+    cluster.create_nodes(
+        1,
+        prefix=f"{ns}-tainted",
+        labels={"pool": ns},
+        cpu="8",
+        taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+    )
+    create(
+        cluster, make_pod("stuck", ns).scheduler("nobody-yet").node_selector({"pool": ns}).req(cpu="2").json()
+    )
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "nobody-yet"}],
+    }
+    import json as _json
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(_json.dumps(cfg))
+    out = run(
+        "explain", f"{ns}/stuck", "--kubeconfig", str(cluster.kubeconfig), "--config", f.name, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert f"pod {ns}/stuck" in text
+    assert "2 x NodeResourcesFit: Insufficient cpu" in text
+    assert "1 x TaintToleration: node(s) had untolerated taint(s)" in text
+    total = len(cluster.api("GET", "/api/v1/nodes")["items"])
+    if total > 3:  # nodes of other tests' pools
+        assert f"{total - 3} x NodeAffinity: node(s) didn't match Pod's node affinity/selector" in text
+    assert f"no node fits: 0/{total} nodes are available: " in text
