@@ -24,9 +24,13 @@ DEFAULT_PORT = 10259
 
 
 def _registry() -> Any:
-    from pyscheduler.plugins.registry import full_registry
+    from pyscheduler.plugins.registry import RegistryError, full_registry
 
-    return full_registry()
+    try:
+        return full_registry()
+    except RegistryError as e:
+        print(f"pyscheduler: plugin registry: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
 
 
 def _extension_points(registry: Any) -> Any:

@@ -1,0 +1,126 @@
+"""Test helpers for pyscheduler and for plugin authors: ``from pyscheduler.testing import ...``.
+
+Design
+------
+The public names are re-exported lazily (PEP 562 module ``__getattr__``): importing
+``pyscheduler.testing`` loads nothing but this file, and ``make_pod`` pulls in only the builders and the
+framework records. Nothing here starts or imports the local control plane (``pyscheduler.testing.cluster``)
+or the daemon runner: a plugin's unit tests stay pure and fast.
+
+    name                                  from                                 what
+    make_pod / PodBuilder                 pyscheduler.testing.builders         a pod: .obj() record, .json() manifest
+    make_node / NodeBuilder               pyscheduler.testing.builders         a node, the same way
+    make_node_info, make_cycle_state      pyscheduler.testing.builders         a NodeInfo with pods; an empty CycleState
+    FakeClock                             pyscheduler.testing.clock            time that moves only when told
+    Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
+    make_handle                           here                                 a FrameworkHandle for a plugin factory
+
+Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
+an unknown attribute raises AttributeError so that ``from pyscheduler.testing import devcluster`` still
+falls through to the submodule import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyscheduler.backend.snapshot import Snapshot
+    from pyscheduler.framework.clock import Clock
+    from pyscheduler.framework.interfaces import SnapshotLister
+    from pyscheduler.framework.runtime import FrameworkHandle
+    from pyscheduler.framework.types import Pod, PodInfo
+    from pyscheduler.testing.builders import (
+        NodeBuilder,
+        PodBuilder,
+        make_cycle_state,
+        make_node,
+        make_node_info,
+        make_pod,
+    )
+    from pyscheduler.testing.clock import FakeClock
+
+__all__ = [
+    "FakeClock",
+    "NodeBuilder",
+    "PodBuilder",
+    "Snapshot",
+    "make_cycle_state",
+    "make_handle",
+    "make_node",
+    "make_node_info",
+    "make_pod",
+]
+
+_LAZY = {
+    "FakeClock": "pyscheduler.testing.clock",
+    "NodeBuilder": "pyscheduler.testing.builders",
+    "PodBuilder": "pyscheduler.testing.builders",
+    "Snapshot": "pyscheduler.backend.snapshot",
+    "make_cycle_state": "pyscheduler.testing.builders",
+    "make_node": "pyscheduler.testing.builders",
+    "make_node_info": "pyscheduler.testing.builders",
+    "make_pod": "pyscheduler.testing.builders",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup does not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Nominations:
+    """A fixed nominator: node name -> the pods nominated to run there."""
+
+    def __init__(self, nominated: Mapping[str, Sequence[Pod]]) -> None:
+        from pyscheduler.framework.types import PodInfo
+
+        self._by_node = {node: [PodInfo(p) for p in pods] for node, pods in nominated.items()}
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self._by_node.get(node_name, ()))
+
+
+def make_handle(
+    snapshot: SnapshotLister | None = None,
+    *,
+    objects: Iterable[Mapping[str, Any]] = (),
+    nominated: Mapping[str, Sequence[Pod]] | None = None,
+    clock: Clock | None = None,
+    client: Any = None,
+) -> FrameworkHandle:
+    """The handle a plugin factory gets, for a unit test.
+
+    ``snapshot``: what ``handle.snapshot`` lists (an empty ``Snapshot`` by default; build one with
+    ``Snapshot.from_nodes``). ``objects``: API objects (each with its ``kind``) that ``handle.objects``
+    serves, e.g. PersistentVolumeClaims as JSON. ``nominated``: node name -> pods nominated there, for
+    ``nominated_pods_for_node``. ``clock``: a ``FakeClock`` by default (``handle.now()``). ``client``: what
+    ``handle.client`` returns (None: a plugin that writes to the API needs a fake of its own).
+    """
+    from pyscheduler.backend.objects import ObjectStore
+    from pyscheduler.backend.snapshot import Snapshot
+    from pyscheduler.framework.runtime import FrameworkHandle
+    from pyscheduler.framework.waiting_pods import WaitingPods
+    from pyscheduler.testing.clock import FakeClock
+
+    store = ObjectStore()
+    for obj in objects:
+        store.put(str(obj["kind"]), dict(obj))
+    return FrameworkHandle(
+        snapshot=snapshot if snapshot is not None else Snapshot(),
+        objects=store,
+        client=client,
+        waiting_pods=WaitingPods(),
+        nominator=_Nominations(nominated or {}),
+        clock=clock if clock is not None else FakeClock(),
+    )
