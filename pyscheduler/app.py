@@ -19,6 +19,7 @@ the loop goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -333,14 +334,27 @@ class _ObjectHandler:
             self.app.move(ClusterEvent(self.resource, Action.DELETE, f"{self.kind}Delete"), obj, None)
 
 
+def _plugin_args(profile: Any, name: str, extender_ignored: tuple[str, ...]) -> Any:
+    """The plugin's args; NodeResourcesFit also ignores the extended resources extenders manage with
+    ``ignoredByScheduler`` (as kube-scheduler does in every profile)."""
+    args = profile.plugin_args.get(name)
+    if extender_ignored and name == "NodeResourcesFit" and args is not None:
+        merged = tuple(dict.fromkeys((*args.ignored_resources, *extender_ignored)))
+        args = dataclasses.replace(args, ignored_resources=merged)
+    return args
+
+
 def build_frameworks(
     config: Any, registry: Mapping[str, PluginSpec], handle: FrameworkHandle, metrics: Any
 ) -> dict[str, Framework]:
     frameworks: dict[str, Framework] = {}
+    extender_ignored = tuple(
+        r.name for e in getattr(config, "extenders", ()) for r in e.managed_resources if r.ignored_by_scheduler
+    )
     for profile in config.profiles:
         names = list(profile.plugins.instantiated)
         ph = handle.for_profile(None)
-        instances = {n: registry[n].new(profile.plugin_args.get(n), ph) for n in names}
+        instances = {n: registry[n].new(_plugin_args(profile, n, extender_ignored), ph) for n in names}
         pp = ProfilePlugins(
             points={k: tuple(v) for k, v in profile.plugins.as_dict().items() if v},
             weights=dict(profile.plugins.score_weights),

@@ -155,9 +155,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _extenders(config: Any) -> list[Any]:
     if not getattr(config, "extenders", None):
         return []
-    from pyscheduler.extender import HTTPExtender
+    from pyscheduler.extender import ExtenderConfigError, build_extenders
 
-    return [HTTPExtender(e) for e in config.extenders]
+    try:
+        return list(build_extenders(config.extenders))
+    except ExtenderConfigError as e:
+        print(f"pyscheduler: invalid configuration: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
 
 
 # ----------------------------------------------------------------------------------------- plugins

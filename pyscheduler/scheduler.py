@@ -328,12 +328,13 @@ class Scheduler:
                     log.warning("skipping ignorable extender", extender=ext.name, error=str(e))
                     continue
                 raise
+            # No plugin is named: a pod only extenders rejected is retried after backoff (kube does the
+            # same), since no cluster event is registered for what an extender looks at.
             for name, reason in failed.items():
-                diagnosis.node_to_status[name] = Status.unschedulable(reason, plugin="extender")
+                if name not in failed_unresolvable:
+                    diagnosis.node_to_status[name] = Status.unschedulable(reason)
             for name, reason in failed_unresolvable.items():
-                diagnosis.node_to_status[name] = Status.unresolvable(reason, plugin="extender")
-            if failed or failed_unresolvable:
-                diagnosis.unschedulable_plugins.add("extender")
+                diagnosis.node_to_status[name] = Status.unresolvable(reason)
             feasible = kept
         return feasible
 
@@ -439,8 +440,13 @@ class Scheduler:
 
     def _bind(self, fwk: Framework, state: CycleState, pod: Pod, node: str) -> Status | None:
         for ext in self.extenders:
-            if ext.is_binder() and ext.is_interested(pod):
-                return ext.bind(pod, node)
+            if not (ext.is_binder() and ext.is_interested(pod)):
+                continue
+            s = ext.bind(pod, node)
+            if s is not None and not s.is_success() and ext.is_ignorable():
+                log.info("skipping ignorable extender in bind", extender=ext.name, error=s.message())
+                continue
+            return s
         return fwk.run_bind_plugins(state, pod, node)
 
     def _forget(self, assumed: Pod) -> None:

@@ -1,0 +1,1 @@
+"""storage-health: an example kube-scheduler HTTP extender (see README.md)."""
