@@ -37,7 +37,13 @@ IN_TREE_MODULES = (
 )
 
 # Example plugins shipped with pyscheduler: off by default, enabled by configuration.
-EXAMPLE_MODULES: tuple[str, ...] = ()
+EXAMPLE_MODULES: tuple[str, ...] = (
+    "examples.label_match",
+    "examples.network_traffic",
+    "examples.coscheduling",
+    "examples.binding_notifier",
+    "examples.volume_ready",
+)
 
 ENTRY_POINT_GROUP = "pyscheduler.plugins"
 
@@ -57,7 +63,15 @@ def in_tree() -> dict[str, PluginSpec]:
 
 def out_of_tree(existing: dict[str, PluginSpec]) -> dict[str, PluginSpec]:
     out: dict[str, PluginSpec] = {}
+    origin: dict[str, str] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist else "?"
+        if ep.name in origin and origin[ep.name] != dist:
+            raise RegistryError(
+                f"out-of-tree plugin {ep.name!r} is declared by two installed packages: {origin[ep.name]} and "
+                f"{dist}; uninstall one"
+            )
+        origin[ep.name] = dist
         if ep.name in existing:
             raise RegistryError(
                 f"out-of-tree plugin {ep.name!r} (entry point {ep.value} in {ep.dist.name if ep.dist else '?'}) "
@@ -106,7 +120,4 @@ def plugin_extension_points(spec: PluginSpec) -> set[str]:
                 cls = getattr(mod, "PLUGIN_CLASS", None)
     if cls is None:
         return set()
-    eps = extension_points_of(cls)
-    if callable(getattr(cls, "events_to_register", None)):
-        pass
-    return eps
+    return extension_points_of(cls)
