@@ -351,7 +351,7 @@ class LocalCluster:
             if p.popen.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.popen.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 3  # kube-apiserver would wait up to 60 s for open watches
         for p in reversed(self.procs):
             try:
                 p.popen.wait(max(0.1, deadline - time.monotonic()))
