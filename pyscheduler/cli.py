@@ -81,11 +81,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     le = config.leader_election
     leader_elect = le.leader_elect if args.leader_elect is None else args.leader_elect
 
+    def can_bind() -> bool:
+        # Leader election on: bind only while the lease is ours and freshly renewed.
+        return (not leader_elect) or (leader.is_set() and elector is not None and elector.is_leader())
+
     app = build_app(
         config,
         registry,
         api,
-        can_bind=lambda: (not leader_elect) or leader.is_set(),
+        can_bind=can_bind,
         extenders=_extenders(config),
     )
     server = None

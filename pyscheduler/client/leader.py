@@ -76,18 +76,23 @@ class LeaderElector:
         self._observed: dict[str, Any] | None = None
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
+        self._last_renew = -1e18
 
     # ------------------------------------------------------------------------------------ public
     def start(self) -> None:
         self._thread.start()
 
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leader only while the last successful renewal is younger than renewDeadline: a renewal call
+        that hangs (an overloaded API server, retries) must not leave us binding after a standby may
+        have taken the lease."""
+        return self._leading.is_set() and self.clock.now() - self._last_renew < self.renew_deadline
 
     def stop(self, release: bool = True, timeout: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
-        if release and self._lease is not None and self._leading.is_set():
+        if release and self._lease is not None:
+            # Also when stop() raced an acquisition that just succeeded: _release checks the holder is us.
             self._leading.clear()
             self._release()
 
@@ -99,6 +104,7 @@ class LeaderElector:
             self._stop.wait(self.retry_period)
         if self._stop.is_set():
             return
+        self._last_renew = self.clock.now()
         self._leading.set()
         log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
         try:
@@ -108,7 +114,7 @@ class LeaderElector:
         last_renew = self.clock.now()
         while not self._stop.wait(self.retry_period):
             if self._try_acquire_or_renew():
-                last_renew = self.clock.now()
+                last_renew = self._last_renew = self.clock.now()
                 continue
             if self.clock.now() - last_renew >= self.renew_deadline or self._held_by_other():
                 break
