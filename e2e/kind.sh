@@ -129,12 +129,13 @@ timeout 600 kind load docker-image "$image" --name "$cluster"
 # ------------------------------------------------------------------------------------------ deploy
 say "applying manifests/ with $kubectl_bin"
 kc apply -k manifests/
+# The LabelMatch example profile (the image ships the example plugins), so the e2e LabelMatch test runs.
+kc apply -f manifests/examples/label-match/configmap.yaml
 if [[ "$image" != "pyscheduler:dev" ]]; then
   kc -n py-scheduler set image deployment/py-scheduler "scheduler=$image"
 fi
-if [[ $reused == 1 ]]; then
-  kc -n py-scheduler rollout restart deployment/py-scheduler  # same tag, new image: start the new one
-fi
+# New config or, when reused, the same tag with a new image: start fresh pods either way.
+kc -n py-scheduler rollout restart deployment/py-scheduler
 kc -n py-scheduler rollout status deployment/py-scheduler --timeout=300s
 say "waiting for a leader"
 holder=""

@@ -139,6 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_started_leading=started,
             on_stopped_leading=stopped,
         )
+        app.metrics.leader.labels(le.resource_name).set(0)  # a standby reports 0 from the start
         elector.start()
     else:
         app.start_scheduling()

@@ -133,7 +133,7 @@ class LeaderElector:
         return bool(holder) and holder != self.identity
 
     def _try_acquire_or_renew(self) -> bool:
-        now_wall = time.time()
+        now_wall = self.clock.wall()
         try:
             lease = self.api.get("Lease", self.namespace, self.name)
         except Exception as e:
@@ -210,7 +210,7 @@ class LeaderElector:
             spec = dict(new.get("spec") or {})
             spec["holderIdentity"] = ""
             spec["leaseDurationSeconds"] = 1
-            spec["renewTime"] = _micro_time(time.time())
+            spec["renewTime"] = _micro_time(self.clock.wall())
             new["spec"] = spec
             self.api.update("Lease", self.namespace, self.name, new)
             log.info("released the lease", lease=f"{self.namespace}/{self.name}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pyscheduler.testing.cluster import free_port
+from pyscheduler.testing.cluster import _set_pdeathsig, free_port
 
 
 class SchedulerProcess:
@@ -64,7 +65,12 @@ class SchedulerProcess:
     def start(self, wait_ready: float = 60.0) -> SchedulerProcess:
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
-                self.argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+                self.argv,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig,  # dies with the test process, even on kill -9
             )
         if wait_ready:
             self.wait_ready(wait_ready)
@@ -127,3 +133,8 @@ class SchedulerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Remove the config and log directory (after stop(); the log is gone afterwards)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
