@@ -9,9 +9,11 @@ until the periodic flush.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pyscheduler.framework.types import Node, NodeInfo, Pod, PodInfo
 
 
 class Resource(enum.StrEnum):
@@ -81,7 +83,8 @@ class QueueingHint(enum.Enum):
     QUEUE = 1
 
 
-# hint(pod, old_obj, new_obj) -> QueueingHint; old/new are records or JSON depending on the resource
+# hint(pod, old_obj, new_obj) -> QueueingHint. For pod and node events old/new are Pod / Node records
+# (use as_pod / as_node to accept tests' JSON too); for other kinds they are the API's JSON.
 QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
@@ -95,3 +98,27 @@ class ClusterEventWithHint:
 WILDCARD_EVENT = ClusterEvent(Resource.WILDCARD, Action.ALL, "WildCardEvent")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")
+
+
+def as_pod(obj: Any) -> Pod | None:
+    """The pod a queueing hint was given. The scheduler passes ``Pod`` records for pod events (and
+    ``None`` for the missing side of an add or delete); tests and plugins may pass a ``PodInfo`` or the
+    API's JSON. Anything else is ``None``."""
+    if obj is None or isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, PodInfo):
+        return obj.pod
+    if isinstance(obj, Mapping):
+        return Pod.from_dict(dict(obj))
+    return None
+
+
+def as_node(obj: Any) -> Node | None:
+    """The node a queueing hint was given: a ``Node`` record from the scheduler, a ``NodeInfo`` or JSON."""
+    if obj is None or isinstance(obj, Node):
+        return obj
+    if isinstance(obj, NodeInfo):
+        return obj.node
+    if isinstance(obj, Mapping):
+        return Node.from_dict(dict(obj))
+    return None

@@ -11,7 +11,7 @@ Parsed once from the API's JSON; raises ``SelectorError`` naming the bad part.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +100,26 @@ class LabelSelector:
 
 
 EVERYTHING = LabelSelector(())
+
+LabelMatcher = Callable[[Mapping[str, str]], bool]
+
+
+def compile_selector(selector: LabelSelector | None) -> LabelMatcher:
+    """A fast matcher equivalent to ``selector.matches`` (None matches nothing). Selectors made only
+    of equality / In requirements, the common case, avoid the generic per-requirement dispatch."""
+    if selector is None:
+        return lambda labels: False
+    reqs = selector.requirements
+    if not reqs:
+        return lambda labels: True
+    if all(r.operator == "In" for r in reqs):
+        if len(reqs) == 1 and len(reqs[0].values) == 1:
+            key = reqs[0].key
+            (value,) = reqs[0].values
+            return lambda labels: labels.get(key) == value
+        pairs = tuple((r.key, r.values) for r in reqs)
+        return lambda labels: all(labels.get(k) in vs for k, vs in pairs)
+    return selector.matches
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,8 +103,10 @@ class Executor:
         wp = get_waiting(victim.uid) if callable(get_waiting) else None
         if wp is not None:
             preempt = getattr(wp, "preempt", None)
-            ok = preempt(self._plugin, WAITING_POD_MESSAGE) if callable(preempt) else wp.reject(
-                self._plugin, WAITING_POD_MESSAGE
+            ok = (
+                preempt(self._plugin, WAITING_POD_MESSAGE)
+                if callable(preempt)
+                else wp.reject(self._plugin, WAITING_POD_MESSAGE)
             )
             in_memory = ok is not False
             if in_memory:
@@ -139,7 +141,10 @@ class Executor:
             return
         try:
             recorder.event(
-                victim, "Normal", EVENT_REASON_PREEMPTED, EVENT_ACTION_PREEMPTING,
+                victim,
+                "Normal",
+                EVENT_REASON_PREEMPTED,
+                EVENT_ACTION_PREEMPTING,
                 preempted_event_note(preemptor, node, in_memory),
             )
         except Exception:

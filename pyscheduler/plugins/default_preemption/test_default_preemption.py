@@ -273,10 +273,19 @@ class Env:
         self.waiting = WaitingPods()
         self.clock = FakeClock()
         handle = FrameworkHandle(
-            snapshot=FakeSnapshot(nodes), objects=FakeObjects(pdbs or []), client=self.client,
-            waiting_pods=self.waiting, nominator=FakeNominator(nominated or {}), clock=self.clock,
-            extra={"recorder": self.recorder, "status_writer": self.writer, "metrics": self.metrics,
-                   "preemption_runner": runner, **(extra or {})},
+            snapshot=FakeSnapshot(nodes),
+            objects=FakeObjects(pdbs or []),
+            client=self.client,
+            waiting_pods=self.waiting,
+            nominator=FakeNominator(nominated or {}),
+            clock=self.clock,
+            extra={
+                "recorder": self.recorder,
+                "status_writer": self.writer,
+                "metrics": self.metrics,
+                "preemption_runner": runner,
+                **(extra or {}),
+            },
         )
         self.fit = node_resources_fit.PLUGIN.new(node_resources_fit.PLUGIN.decode(None, "args"), handle)
         self.blockers = Blockers()
@@ -345,28 +354,32 @@ CASES = [
             node("n3", "2", vpod("c", 3, "2")),
         ],
         vpod("p", 10, "2"),
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "fewer PDB violations beat lower priority",
         [node("n1", "2", vpod("a", 1, "2", app="db")), node("n2", "2", vpod("b", 5, "2", app="web"))],
         vpod("p", 10, "2"),
         pdbs=[pdb("db", {"app": "db"}, 0)],
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "a PDB with room left is no violation",
         [node("n1", "2", vpod("a", 1, "2", app="db")), node("n2", "2", vpod("b", 5, "2", app="web"))],
         vpod("p", 10, "2"),
         pdbs=[pdb("db", {"app": "db"}, 1)],
-        want_node="n1", want_victims=("a",),
+        want_node="n1",
+        want_victims=("a",),
     ),
     Case(
         "a PDB of another namespace does not protect the pod",
         [node("n1", "2", vpod("a", 1, "2", app="db")), node("n2", "2", vpod("b", 5, "2", app="web"))],
         vpod("p", 10, "2"),
         pdbs=[pdb("db", {"app": "db"}, 0, ns="other")],
-        want_node="n1", want_victims=("a",),
+        want_node="n1",
+        want_victims=("a",),
     ),
     Case(
         "when every node violates a PDB, the fewest violations win",
@@ -376,33 +389,45 @@ CASES = [
         ],
         vpod("p", 10, "2"),
         pdbs=[pdb("db", {"app": "db"}, 0)],
-        want_node="n2", want_victims=("b1", "b2"),
+        want_node="n2",
+        want_victims=("b1", "b2"),
     ),
     Case(
         "reprieve keeps the more important pods that still leave room",
         [node("n1", "4", vpod("a", 1, "2"), vpod("b", 2, "1"), vpod("c", 3, "1"))],
         vpod("p", 10, "2"),
-        want_node="n1", want_victims=("a",),
+        want_node="n1",
+        want_victims=("a",),
     ),
     Case(
         "reprieve is greedy by importance: a big important pod goes, a small unimportant one stays",
         [node("n1", "4", vpod("a", 1, "1"), vpod("b", 2, "2"), vpod("c", 3, "1"))],
         vpod("p", 10, "2"),
-        want_node="n1", want_victims=("b",),
+        want_node="n1",
+        want_victims=("b",),
     ),
     Case(
         "same priority: the earlier-started pod is reprieved first",
-        [node("n1", "3", vpod("old", 1, "1", created=100), vpod("new", 1, "1", created=200),
-              vpod("x", 9, "1"))],
+        [
+            node(
+                "n1",
+                "3",
+                vpod("old", 1, "1", created=100),
+                vpod("new", 1, "1", created=200),
+                vpod("x", 9, "1"),
+            )
+        ],
         vpod("p", 10, "1"),
-        want_node="n1", want_victims=("new",),
+        want_node="n1",
+        want_victims=("new",),
     ),
     Case(
         "PDB-violating pods are reprieved before the others",
         [node("n1", "3", vpod("plain", 2, "1"), vpod("guarded", 1, "1", app="db"), vpod("x", 9, "1"))],
         vpod("p", 10, "1"),
         pdbs=[pdb("db", {"app": "db"}, 0)],
-        want_node="n1", want_victims=("plain",),
+        want_node="n1",
+        want_victims=("plain",),
     ),
     Case(
         "equal and higher priority pods are never victims",
@@ -415,7 +440,8 @@ CASES = [
         "UnschedulableAndUnresolvable nodes are not candidates",
         [node("n1", "2", vpod("a", 1, "2"), blocked=True), node("n2", "2", vpod("b", 5, "2"))],
         vpod("p", 10, "2"),
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "only unresolvable nodes: preemption is not helpful",
@@ -447,27 +473,34 @@ CASES = [
         "fewer victims: a smaller sum of priorities",
         [node("n1", "2", vpod("a1", 1, "1"), vpod("a2", 1, "1")), node("n2", "2", vpod("b", 1, "2"))],
         vpod("p", 10, "2"),
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "ties up to the start time: the node whose victims started last",
-        [node("n1", "2", vpod("a", 1, "2", created=100)), node("n2", "2", vpod("b", 1, "2", created=300)),
-         node("n3", "2", vpod("c", 1, "2", created=200))],
+        [
+            node("n1", "2", vpod("a", 1, "2", created=100)),
+            node("n2", "2", vpod("b", 1, "2", created=300)),
+            node("n3", "2", vpod("c", 1, "2", created=200)),
+        ],
         vpod("p", 10, "2"),
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "a higher-priority pod nominated to a node keeps its room",
         [node("n1", "2", vpod("a", 1, "1")), node("n2", "2", vpod("b", 5, "2"))],
         vpod("p", 10, "2"),
         nominated={"n1": [vpod("nom", 50, "1").nominated("n1").obj()]},
-        want_node="n2", want_victims=("b",),
+        want_node="n2",
+        want_victims=("b",),
     ),
     Case(
         "PreFilter extensions learn about removed victims",
         [node("n1", "2", vpod("blk", 1, "1", blocker="true")), node("n2", "2", vpod("b", 5, "2"))],
         vpod("p", 10, "1"),
-        want_node="n1", want_victims=("blk",),
+        want_node="n1",
+        want_victims=("blk",),
     ),
 ]
 
@@ -495,10 +528,16 @@ def test_victim_is_marked_deleted_and_told() -> None:
     result, status = env.post_filter(p)
     assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
     assert env.client.calls == [
-        ("patch", "default/a", {
-            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": "my-scheduler: preempting to accommodate a higher priority pod",
-        }),
+        (
+            "patch",
+            "default/a",
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": "my-scheduler: preempting to accommodate a higher priority pod",
+            },
+        ),
         ("delete", "default/a", "uid-default-a"),
     ]
     note = f"Preempted by pod {p.uid} on node n1"
@@ -520,8 +559,13 @@ def test_waiting_pod_is_rejected_not_deleted() -> None:
     assert res is not None and res.code == Code.UNSCHEDULABLE
     assert res.reasons == ("preempted",) and res.plugin == NAME
     assert env.client.deleted() == ["b"]  # the waiting pod costs no API call
-    assert ("a", "Normal", "Preempted", "Preempting",
-            f"Preempted by pod {p.uid} on node n1 (in kube-scheduler memory).") in env.recorder.events
+    assert (
+        "a",
+        "Normal",
+        "Preempted",
+        "Preempting",
+        f"Preempted by pod {p.uid} on node n1 (in kube-scheduler memory).",
+    ) in env.recorder.events
 
 
 def test_terminating_victims_are_not_deleted_again() -> None:
@@ -696,6 +740,7 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
     client = FakeClient()
     extra: dict[str, Any] = {}
     if lister_says is not None:
+
         def lister(ns: str, name: str) -> Any:
             assert (ns, name) == ("default", "a")
             return {
@@ -704,6 +749,7 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
                 "gone": None,
                 "replaced": {"metadata": {"name": "a", "uid": "another"}},
             }[lister_says]
+
         extra["pod_lister"] = lister
     env = Env([make_node_info(make_node("n1").capacity(cpu="2", pods=110), a, b)], client=client, extra=extra)
     p = vpod("p", 10, "2").obj()
@@ -725,8 +771,13 @@ def test_sync_preemption_never_gates() -> None:
 
 def test_feature_gate_from_the_handle() -> None:
     h = FrameworkHandle(
-        snapshot=FakeSnapshot([]), objects=None, client=None, waiting_pods=WaitingPods(), nominator=None,
-        clock=FakeClock(), extra={"feature_gates": {"SchedulerAsyncPreemption": False}},
+        snapshot=FakeSnapshot([]),
+        objects=None,
+        client=None,
+        waiting_pods=WaitingPods(),
+        nominator=None,
+        clock=FakeClock(),
+        extra={"feature_gates": {"SchedulerAsyncPreemption": False}},
     )
     assert DefaultPreemption(None, h).async_preemption is False
     h.extra.clear()
@@ -756,8 +807,12 @@ def test_dry_run_stops_once_enough_candidates_are_found() -> None:
 
 
 def test_dry_run_goes_on_until_a_non_violating_candidate() -> None:
-    nodes = [node("n0", "2", vpod("a", 1, "2", app="db")), node("n1", "2", vpod("b", 1, "2", app="db")),
-             node("n2", "2", vpod("c", 1, "2")), node("n3", "2", vpod("d", 1, "2"))]
+    nodes = [
+        node("n0", "2", vpod("a", 1, "2", app="db")),
+        node("n1", "2", vpod("b", 1, "2", app="db")),
+        node("n2", "2", vpod("c", 1, "2")),
+        node("n3", "2", vpod("d", 1, "2")),
+    ]
     env = Env(nodes)
     p = vpod("p", 10, "2").obj()
     state, _ = env.statuses(p)
@@ -856,8 +911,13 @@ def test_pdb_with_invalid_selector_matches_nothing() -> None:
 def test_prefilter_extensions_see_removals_and_reprieves() -> None:
     env = Env([node("n1", "3", vpod("blk", 1, "1", blocker="true"), vpod("keep", 2, "1"))])
     env.post_filter(vpod("p", 10, "1").obj())
-    assert env.blockers.calls == [("remove", "blk"), ("remove", "keep"), ("add", "keep"), ("add", "blk"),
-                                  ("remove", "blk")]
+    assert env.blockers.calls == [
+        ("remove", "blk"),
+        ("remove", "keep"),
+        ("add", "keep"),
+        ("add", "blk"),
+        ("remove", "blk"),
+    ]
 
 
 # ------------------------------------------------------------------------------------------ args & spec

@@ -80,24 +80,52 @@ NODES_40_300__250_10: tuple[list[tuple[str, int]], ...] = (
 
 CASES = [
     # kube's table: 100 * (40M/2 - 23M) / (1000M*2 - 23M) = 0 ; 100 * (250M/2 - 23M) / (1000M*2 - 23M) = 5
-    ("prefer the node with the larger image", pod_with("gcr.io/40", "gcr.io/250"), NODES_40_300__250_10,
-     [0, 5]),
-    ("images spread on every node score full size", pod_with("gcr.io/300:latest"),
-     ([("gcr.io/300:latest", 300)], [("gcr.io/300:latest", 300)]), [28, 28]),  # 100*(300-23)/977
-    ("image on one node out of four is damped", pod_with("big:v1"),
-     ([("big:v1", 400)], [], [], []), [7, 0, 0, 0]),  # 400/4=100MB: 100*(100-23)/977 = 7
-    ("above the max threshold clamps to 100", pod_with("huge:1"),
-     ([("huge:1", 2000)], [("huge:1", 2000)]), [100, 100]),
+    (
+        "prefer the node with the larger image",
+        pod_with("gcr.io/40", "gcr.io/250"),
+        NODES_40_300__250_10,
+        [0, 5],
+    ),
+    (
+        "images spread on every node score full size",
+        pod_with("gcr.io/300:latest"),
+        ([("gcr.io/300:latest", 300)], [("gcr.io/300:latest", 300)]),
+        [28, 28],
+    ),  # 100*(300-23)/977
+    (
+        "image on one node out of four is damped",
+        pod_with("big:v1"),
+        ([("big:v1", 400)], [], [], []),
+        [7, 0, 0, 0],
+    ),  # 400/4=100MB: 100*(100-23)/977 = 7
+    (
+        "above the max threshold clamps to 100",
+        pod_with("huge:1"),
+        ([("huge:1", 2000)], [("huge:1", 2000)]),
+        [100, 100],
+    ),
     ("below the min threshold is 0", pod_with("small:1"), ([("small:1", 20)], []), [0, 0]),
     ("tag-less image matches :latest", pod_with("nginx"), ([("nginx:latest", 500)],), [48]),
     ("explicit tag does not match :latest", pod_with("nginx:1.25"), ([("nginx:latest", 500)],), [0]),
-    ("no docker.io/library prefix added (kube)", pod_with("nginx"),
-     ([("docker.io/library/nginx:latest", 500)],), [0]),
-    ("registry with a port is not a tag", pod_with("localhost:5000/app"),
-     ([("localhost:5000/app:latest", 500)],), [48]),
+    (
+        "no docker.io/library prefix added (kube)",
+        pod_with("nginx"),
+        ([("docker.io/library/nginx:latest", 500)],),
+        [0],
+    ),
+    (
+        "registry with a port is not a tag",
+        pod_with("localhost:5000/app"),
+        ([("localhost:5000/app:latest", 500)],),
+        [48],
+    ),
     # (1000 + 1000/2 - 23) / 1977 and (1000 - 23) / 1977
-    ("init containers count and share the threshold", pod_with("a:1", init=("b:1",)),
-     ([("a:1", 1000), ("b:1", 1000)], [("a:1", 1000)]), [74, 49]),
+    (
+        "init containers count and share the threshold",
+        pod_with("a:1", init=("b:1",)),
+        ([("a:1", 1000), ("b:1", 1000)], [("a:1", 1000)]),
+        [74, 49],
+    ),
     # (1200 - 23) / 1977
     ("the same image twice counts twice", pod_with("a:1", "a:1"), ([("a:1", 600)],), [59]),
     ("no image on any node", pod_with("x:1"), ([], []), [0, 0]),

@@ -45,7 +45,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    as_node,
+    as_pod,
+)
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     ClusterObjects,
@@ -456,8 +464,8 @@ class InterPodAffinity:
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         try:
-            old_pod = _as_pod(old)
-            new_pod = _as_pod(new)
+            old_pod = as_pod(old)
+            new_pod = as_pod(new)
         except (TypeError, ValueError):
             return QueueingHint.QUEUE
         if (new_pod is not None and not new_pod.node_name) or (old_pod is not None and not old_pod.node_name):
@@ -481,7 +489,7 @@ class InterPodAffinity:
 
     def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         try:
-            node = _as_node(new)
+            node = as_node(new)
         except (TypeError, ValueError):
             return QueueingHint.QUEUE
         if node is None:
@@ -493,26 +501,6 @@ class InterPodAffinity:
             if t.topology_key in node.labels:
                 return QueueingHint.QUEUE
         return QueueingHint.SKIP
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    if isinstance(obj, Mapping):
-        return Pod.from_dict(dict(obj))
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")
-
-
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, NodeInfo):
-        return obj.node
-    if isinstance(obj, Mapping):
-        return Node.from_dict(dict(obj))
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")
 
 
 def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:

@@ -7,35 +7,14 @@ an empty ``namespaceSelector: {}`` means every namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyscheduler.framework.selectors import LabelSelector, SelectorError
+from pyscheduler.framework.selectors import LabelMatcher, LabelSelector, SelectorError, compile_selector
 from pyscheduler.framework.types import Pod, PodInfo
 
 MEMO_KEY = "InterPodAffinity"  # the plugin's NAME: PodInfo.memo[NAME]
-
-
-LabelMatcher = Callable[[Mapping[str, str]], bool]
-
-
-def compile_selector(selector: LabelSelector | None) -> LabelMatcher:
-    """A fast matcher equivalent to ``selector.matches`` (None matches nothing). Selectors made only
-    of equality / In requirements, the common case, avoid the generic per-requirement dispatch."""
-    if selector is None:
-        return lambda labels: False
-    reqs = selector.requirements
-    if not reqs:
-        return lambda labels: True
-    if all(r.operator == "In" for r in reqs):
-        if len(reqs) == 1 and len(reqs[0].values) == 1:
-            key = reqs[0].key
-            (value,) = reqs[0].values
-            return lambda labels: labels.get(key) == value
-        pairs = tuple((r.key, r.values) for r in reqs)
-        return lambda labels: all(labels.get(k) in vs for k, vs in pairs)
-    return selector.matches
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    as_node,
+)
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
@@ -231,14 +238,6 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScoreL
         s.score = max_priority - v if reverse else v
 
 
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, dict):
-        return Node.from_dict(obj)
-    return None
-
-
 # ----------------------------------------------------------------------------------------- plugin
 
 
@@ -331,7 +330,7 @@ class NodeAffinity:
 
     def is_schedulable_after_node_change(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            old, new = _as_node(old_obj), _as_node(new_obj)
+            old, new = as_node(old_obj), as_node(new_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if new is None:

@@ -28,7 +28,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    as_pod,
+)
 from pyscheduler.framework.interfaces import Handle, PreFilterExtensions, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -65,14 +72,6 @@ def fits_ports(wanted: Sequence[PortKey], in_use: HostPortInfo) -> bool:
 def fits(pod: Pod, node_info: NodeInfo) -> bool:
     """Whether the pod's host ports are free on the node (used by preemption and other callers)."""
     return fits_ports(_wanted(pod), node_info.used_ports)
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, dict):
-        return Pod.from_dict(obj)
-    return None
 
 
 class NodePorts:
@@ -114,7 +113,7 @@ class NodePorts:
     @staticmethod
     def is_schedulable_after_pod_deleted(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            deleted = _as_pod(old_obj)
+            deleted = as_pod(old_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if deleted is None:

@@ -41,10 +41,11 @@ from typing import Any
 
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import as_node, as_pod
 from pyscheduler.framework.interfaces import Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
-from pyscheduler.framework.types import MalformedObject, Node, NodeInfo, Pod, PodInfo, Resource
+from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
 
 from .args import (
     LEAST_ALLOCATED,
@@ -221,8 +222,8 @@ class Fit:
         """A deleted pod that was scheduled or nominated frees room; so may a scaled-down scheduled pod
         whose requests shrank in a resource this pod requests, or this pod itself scaling down."""
         try:
-            original = _as_pod(old_obj)
-            modified = _as_pod(new_obj)
+            original = as_pod(old_obj)
+            modified = as_pod(new_obj)
         except MalformedObject:
             return ev.QueueingHint.QUEUE
         if modified is None:
@@ -255,8 +256,8 @@ class Fit:
         """A new node where the pod fits (when empty), or a node whose allocatable grew in a resource
         the pod requests (or in pods) and where it now fits."""
         try:
-            original = _as_node(old_obj)
-            modified = _as_node(new_obj)
+            original = as_node(old_obj)
+            modified = as_node(new_obj)
         except MalformedObject:
             return ev.QueueingHint.QUEUE
         if modified is None:
@@ -320,26 +321,6 @@ def _requested_resources_increased(pod: Pod, before: Resource, after: Resource) 
         if after.scalar.get(rname, 0) > before.scalar.get(rname, 0):
             return True
     return False
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    if isinstance(obj, dict):
-        return Pod.from_dict(obj)
-    raise MalformedObject(f"not a pod: {type(obj).__name__}")
-
-
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, NodeInfo):
-        return obj.node
-    if isinstance(obj, dict):
-        return Node.from_dict(obj)
-    raise MalformedObject(f"not a node: {type(obj).__name__}")
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:

@@ -23,11 +23,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    as_node,
+    as_pod,
+)
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import Node, NodeInfo, Pod, Taint, Toleration
+from pyscheduler.framework.types import NodeInfo, Pod, Taint, Toleration
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -40,22 +48,6 @@ UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
 def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
     """Whether these tolerations let a pod onto a cordoned node."""
     return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
-
-
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, dict):
-        return Node.from_dict(obj)
-    return None
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, dict):
-        return Pod.from_dict(obj)
-    return None
 
 
 class NodeUnschedulable:
@@ -86,7 +78,7 @@ class NodeUnschedulable:
     @staticmethod
     def is_schedulable_after_node_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            old, new = _as_node(old_obj), _as_node(new_obj)
+            old, new = as_node(old_obj), as_node(new_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if new is None:
@@ -98,7 +90,7 @@ class NodeUnschedulable:
     @staticmethod
     def is_schedulable_after_pod_toleration_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            modified = _as_pod(new_obj)
+            modified = as_pod(new_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if modified is None:

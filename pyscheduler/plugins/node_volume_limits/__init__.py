@@ -40,11 +40,12 @@ from pyscheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    as_pod,
 )
 from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.framework.types import NodeInfo, Pod
 from pyscheduler.plugins.node_volume_limits._intree import (
     ATTACHABLE_VOLUMES_PREFIX,
     BY_PLUGIN,
@@ -392,19 +393,9 @@ def is_schedulable_after_csi_node_updated(pod: Pod, old: Any, new: Any) -> Queue
     return QueueingHint.SKIP
 
 
-def _as_pod(obj: Any) -> Pod | None:
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    if isinstance(obj, Mapping):
-        return Pod.from_dict(dict(obj))
-    return None
-
-
 def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
     """A pod that was on (or nominated to) a node and had attachable volumes went away."""
-    deleted = _as_pod(old)
+    deleted = as_pod(old)
     if deleted is None:
         return QueueingHint.QUEUE
     if not deleted.volumes:

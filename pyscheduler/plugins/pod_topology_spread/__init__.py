@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,8 @@ from pyscheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    as_node,
+    as_pod,
 )
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -65,7 +67,14 @@ from pyscheduler.framework.interfaces import (
 )
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.selectors import LabelSelector, NodeSelector, Requirement, SelectorError
+from pyscheduler.framework.selectors import (
+    LabelMatcher,
+    LabelSelector,
+    NodeSelector,
+    Requirement,
+    SelectorError,
+    compile_selector,
+)
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod, PodInfo, Taint, Toleration
 
@@ -199,27 +208,6 @@ class PodTopologySpreadArgs:
 
 
 # --------------------------------------------------------------------------------------------- constraints
-
-
-LabelMatcher = Callable[[Mapping[str, str]], bool]
-
-
-def compile_selector(selector: LabelSelector | None) -> LabelMatcher:
-    """A fast matcher equivalent to ``selector.matches`` (None matches nothing). Selectors made only
-    of equality / In requirements, the common case, avoid the generic per-requirement dispatch."""
-    if selector is None:
-        return lambda labels: False
-    reqs = selector.requirements
-    if not reqs:
-        return lambda labels: True
-    if all(r.operator == "In" for r in reqs):
-        if len(reqs) == 1 and len(reqs[0].values) == 1:
-            key = reqs[0].key
-            (value,) = reqs[0].values
-            return lambda labels: labels.get(key) == value
-        pairs = tuple((r.key, r.values) for r in reqs)
-        return lambda labels: all(labels.get(k) in vs for k, vs in pairs)
-    return selector.matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -754,8 +742,8 @@ class PodTopologySpread:
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         try:
-            old_pod = _as_pod(old)
-            new_pod = _as_pod(new)
+            old_pod = as_pod(old)
+            new_pod = as_pod(new)
         except (TypeError, ValueError):
             return QueueingHint.QUEUE
 
@@ -789,8 +777,8 @@ class PodTopologySpread:
 
     def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         try:
-            old_node = _as_node(old)
-            new_node = _as_node(new)
+            old_node = as_node(old)
+            new_node = as_node(new)
             constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
         except (SelectorError, TypeError, ValueError):
             return QueueingHint.QUEUE
@@ -815,26 +803,6 @@ class PodTopologySpread:
 
 def _set_requirements(label_set: Mapping[str, str]) -> tuple[Requirement, ...]:
     return tuple(Requirement(k, "In", frozenset((str(v),))) for k, v in sorted(label_set.items()))
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    if isinstance(obj, Mapping):
-        return Pod.from_dict(dict(obj))
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")
-
-
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, NodeInfo):
-        return obj.node
-    if isinstance(obj, Mapping):
-        return Node.from_dict(dict(obj))
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")
 
 
 def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:

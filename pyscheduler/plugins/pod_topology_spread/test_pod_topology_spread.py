@@ -9,7 +9,7 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import QueueingHint
 from pyscheduler.framework.interfaces import NodeScore
 from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.framework.selectors import LabelSelector
+from pyscheduler.framework.selectors import LabelSelector, compile_selector
 from pyscheduler.framework.status import Code, code_of
 from pyscheduler.framework.types import Node, NodeInfo, Pod, PodInfo, Taint
 from pyscheduler.plugins.pod_topology_spread import (
@@ -19,7 +19,6 @@ from pyscheduler.plugins.pod_topology_spread import (
     PLUGIN,
     PodTopologySpread,
     PodTopologySpreadArgs,
-    compile_selector,
     go_round,
 )
 from pyscheduler.testing.builders import make_node_info, make_pod

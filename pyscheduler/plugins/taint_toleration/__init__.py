@@ -29,11 +29,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    as_node,
+    as_pod,
+)
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import Node, NodeInfo, Pod, Taint, Toleration
+from pyscheduler.framework.types import NodeInfo, Pod, Taint, Toleration
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = f"PreScore{NAME}"
@@ -88,22 +96,6 @@ def _go_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b >= 0) else -q
 
 
-def _as_node(obj: Any) -> Node | None:
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, dict):
-        return Node.from_dict(obj)
-    return None
-
-
-def _as_pod(obj: Any) -> Pod | None:
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, dict):
-        return Pod.from_dict(obj)
-    return None
-
-
 class TaintToleration:
     name = NAME
 
@@ -153,7 +145,7 @@ class TaintToleration:
     @staticmethod
     def is_schedulable_after_node_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            old, new = _as_node(old_obj), _as_node(new_obj)
+            old, new = as_node(old_obj), as_node(new_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if new is None:
@@ -167,7 +159,7 @@ class TaintToleration:
     @staticmethod
     def is_schedulable_after_pod_toleration_change(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         try:
-            modified = _as_pod(new_obj)
+            modified = as_pod(new_obj)
         except ValueError:
             return QueueingHint.QUEUE
         if modified is None or modified.uid == pod.uid:

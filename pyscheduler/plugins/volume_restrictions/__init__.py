@@ -32,6 +32,7 @@ from pyscheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+    as_pod,
 )
 from pyscheduler.framework.interfaces import Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
@@ -232,19 +233,9 @@ class VolumeRestrictions:
 # ------------------------------------------------------------------------------------ hints
 
 
-def _as_pod(obj: Any) -> Pod | None:
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    if isinstance(obj, Mapping):
-        return Pod.from_dict(dict(obj))
-    return None
-
-
 def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
     """A deleted pod of the same namespace that held a conflicting disk or one of the pod's claims."""
-    deleted = _as_pod(old)
+    deleted = as_pod(old)
     if deleted is None:
         return QueueingHint.QUEUE
     if deleted.namespace != pod.namespace:

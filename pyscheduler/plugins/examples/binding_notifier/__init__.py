@@ -167,8 +167,11 @@ class BindingNotifier:
             failures, self._failures = self._failures, 0
             self._last_warning = now
         self.log.warning(
-            "binding notification not delivered", webhook=self.args.webhookURL, error=error,
-            pod=f"{payload['namespace']}/{payload['pod']}", failures=failures,
+            "binding notification not delivered",
+            webhook=self.args.webhookURL,
+            error=error,
+            pod=f"{payload['namespace']}/{payload['pod']}",
+            failures=failures,
         )
 
     # ------------------------------------------------------------------------------- lifecycle
@@ -204,4 +207,6 @@ def new(args: BindingNotifierArgs | None, handle: Handle) -> BindingNotifier:
     return BindingNotifier(args, handle)
 
 
-PLUGIN = PluginSpec(NAME, new, BindingNotifierArgs, "POSTs every binding to a webhook, off the scheduling path")
+PLUGIN = PluginSpec(
+    NAME, new, BindingNotifierArgs, "POSTs every binding to a webhook, off the scheduling path"
+)

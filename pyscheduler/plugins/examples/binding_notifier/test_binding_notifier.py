@@ -194,7 +194,10 @@ def test_real_webhook_receives_the_binding(webhook: Any) -> None:
     ((path, ctype, payload),) = webhook.received
     assert (path, ctype) == ("/bindings", "application/json")
     assert {k: payload[k] for k in ("pod", "namespace", "node", "scheduler")} == {
-        "pod": "p", "namespace": "ns", "node": "node-1", "scheduler": "py-scheduler",
+        "pod": "p",
+        "namespace": "ns",
+        "node": "node-1",
+        "scheduler": "py-scheduler",
     }
     assert n.sent == 1
 

@@ -187,7 +187,9 @@ class Coscheduling:
                             del self._too_few[k]
                     self._too_few.setdefault(group.key, set()).add(pod.uid)
                 return None, Status.unresolvable(
-                    ERR_REASON_TOO_FEW_PODS.format(group=group.key, count=len(known), min=group.min_available),
+                    ERR_REASON_TOO_FEW_PODS.format(
+                        group=group.key, count=len(known), min=group.min_available
+                    ),
                     plugin=NAME,
                 )
             # The group is big enough now: retry the members rejected above while it was not (creating a
@@ -203,7 +205,9 @@ class Coscheduling:
             free = _free_cpu(nodes, pod)
             if need > free:
                 return None, Status.unresolvable(
-                    ERR_REASON_NOT_ENOUGH_CPU.format(group=group.key, need=need, missing=missing, cpu=cpu, free=free),
+                    ERR_REASON_NOT_ENOUGH_CPU.format(
+                        group=group.key, need=need, missing=missing, cpu=cpu, free=free
+                    ),
                     plugin=NAME,
                 )
         return None, None
@@ -234,7 +238,9 @@ class Coscheduling:
         group, _ = group_of(pod)
         if group is None or group.min_available <= 1:
             return None, 0.0
-        waiting = [wp for wp in self._handle.iterate_waiting_pods() if wp.pod.uid != pod.uid and group.has(wp.pod)]
+        waiting = [
+            wp for wp in self._handle.iterate_waiting_pods() if wp.pod.uid != pod.uid and group.has(wp.pod)
+        ]
         ready = {p.uid for p in _pods_on_nodes(self._handle.snapshot.list(), group)}
         with self._lock:
             ready |= self._reserved.get(group.key, set())
@@ -331,7 +337,11 @@ def _node_filter(pod: Pod) -> Callable[[Node], bool]:
     selector = dict(pod.node_selector)
     required: NodeSelector | None = None
     affinity = (pod.affinity or {}).get("nodeAffinity")
-    raw = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(affinity, Mapping) else None
+    raw = (
+        affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(affinity, Mapping)
+        else None
+    )
     if isinstance(raw, Mapping):
         try:
             required = NodeSelector.parse(raw)

@@ -36,15 +36,20 @@ def member(name: str, group: str = "g", min_available: int | str | None = 3, ns:
 
 
 def nodes(count: int = 3, cpu: str = "4", **labels: str) -> list[NodeInfo]:
-    return [make_node_info(make_node(f"n{i}").capacity(cpu=cpu, memory="8Gi", pods=110).labels(labels))
-            for i in range(count)]
+    return [
+        make_node_info(make_node(f"n{i}").capacity(cpu=cpu, memory="8Gi", pods=110).labels(labels))
+        for i in range(count)
+    ]
 
 
 class Gang:
     """A Coscheduling plugin inside a real Framework (so Permit's WAIT registers real WaitingPods)."""
 
     def __init__(
-        self, infos: list[NodeInfo] | None = None, pending: list[Pod] | None = None, timeout: float = 60.0,
+        self,
+        infos: list[NodeInfo] | None = None,
+        pending: list[Pod] | None = None,
+        timeout: float = 60.0,
         queue: bool = True,
     ) -> None:
         self.clock = FakeClock()
@@ -86,7 +91,9 @@ def test_gang_waits_until_min_available_then_all_go() -> None:
     s = g.schedule(p1)
     assert code_of(s) == Code.WAIT
     assert g.result(p1) is None  # undecided
-    assert g.queue is not None and sorted(g.queue.activated) == sorted([p2.uid, p3.uid])  # siblings tried next, not after backoff
+    assert g.queue is not None and sorted(g.queue.activated) == sorted(
+        [p2.uid, p3.uid]
+    )  # siblings tried next, not after backoff
     assert code_of(g.schedule(p2)) == Code.WAIT
     assert g.schedule(p3) is None  # the third completes the gang: it goes on at once...
     assert g.result(p1) == Status.success()  # ...and the waiting ones are allowed
@@ -178,63 +185,100 @@ class PF:
         pytest.param(PF(make_pod("loner", NS)), id="no group"),
         pytest.param(PF(member("p", min_available=1)), id="min 1"),
         pytest.param(
-            PF(member("p", min_available="x"), reason=f'invalid {MIN_AVAILABLE_KEY} "x": must be a positive integer'),
+            PF(
+                member("p", min_available="x"),
+                reason=f'invalid {MIN_AVAILABLE_KEY} "x": must be a positive integer',
+            ),
             id="min not a number",
         ),
         pytest.param(
-            PF(member("p", min_available=0), reason=f'invalid {MIN_AVAILABLE_KEY} "0": must be a positive integer'),
+            PF(
+                member("p", min_available=0),
+                reason=f'invalid {MIN_AVAILABLE_KEY} "0": must be a positive integer',
+            ),
             id="min zero",
         ),
         pytest.param(
-            PF(member("p"), pending=(member("p"), member("q")),
-               reason=f'pod group "{NS}/g" has 2 pod(s), fewer than its min-available 3'),
+            PF(
+                member("p"),
+                pending=(member("p"), member("q")),
+                reason=f'pod group "{NS}/g" has 2 pod(s), fewer than its min-available 3',
+            ),
             id="too few pods",
         ),
         pytest.param(
-            PF(member("p"), pending=(member("p"), member("q"), member("x", "other"), member("y", ns="other")),
-               reason=f'pod group "{NS}/g" has 2 pod(s), fewer than its min-available 3'),
+            PF(
+                member("p"),
+                pending=(member("p"), member("q"), member("x", "other"), member("y", ns="other")),
+                reason=f'pod group "{NS}/g" has 2 pod(s), fewer than its min-available 3',
+            ),
             id="other groups and namespaces do not count",
         ),
         pytest.param(PF(member("p"), pending=(member("p"), member("q"), member("r"))), id="enough pending"),
-        pytest.param(PF(member("p"), pending=(member("p"),), placed=(member("a"), member("b"))),
-                     id="placed members count"),
+        pytest.param(
+            PF(member("p"), pending=(member("p"),), placed=(member("a"), member("b"))),
+            id="placed members count",
+        ),
         pytest.param(PF(member("p"), queue=False), id="queue not visible: count not checked"),
         pytest.param(
-            PF(member("p").req(cpu="800m"), pending=(member("p"), member("q"), member("r")), cpu="1",
-               node_count=2,
-               reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
-                      "but the nodes it may use have 2000m free"),
+            PF(
+                member("p").req(cpu="800m"),
+                pending=(member("p"), member("q"), member("r")),
+                cpu="1",
+                node_count=2,
+                reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
+                "but the nodes it may use have 2000m free",
+            ),
             id="not enough cpu in the cluster",
         ),
         pytest.param(
-            PF(member("p").req(cpu="800m"), pending=(member("p"), member("q"), member("r")), cpu="1",
-               node_count=3),
+            PF(
+                member("p").req(cpu="800m"),
+                pending=(member("p"), member("q"), member("r")),
+                cpu="1",
+                node_count=3,
+            ),
             id="just enough cpu",
         ),
         pytest.param(
-            PF(member("p").req(cpu="800m"), pending=(member("p"), member("q")),
-               placed=(member("a").req(cpu="800m"),), cpu="1", node_count=2,
-               reason=f'pod group "{NS}/g" needs 1600m cpu for 2 more pod(s) of 800m, '
-                      "but the nodes it may use have 1200m free"),
+            PF(
+                member("p").req(cpu="800m"),
+                pending=(member("p"), member("q")),
+                placed=(member("a").req(cpu="800m"),),
+                cpu="1",
+                node_count=2,
+                reason=f'pod group "{NS}/g" needs 1600m cpu for 2 more pod(s) of 800m, '
+                "but the nodes it may use have 1200m free",
+            ),
             id="cpu is counted for the members still to place",
         ),
         pytest.param(
-            PF(member("p").req(cpu="800m"), pending=(member("p"), member("q")),
-               placed=(member("a").req(cpu="800m"),), cpu="1", node_count=3),
+            PF(
+                member("p").req(cpu="800m"),
+                pending=(member("p"), member("q")),
+                placed=(member("a").req(cpu="800m"),),
+                cpu="1",
+                node_count=3,
+            ),
             id="placed members reduce what is still needed",
         ),
         pytest.param(
-            PF(member("p").req(cpu="800m").node_selector({"pool": "none"}),
-               pending=(member("p"), member("q"), member("r")),
-               reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
-                      "but the nodes it may use have 0m free"),
+            PF(
+                member("p").req(cpu="800m").node_selector({"pool": "none"}),
+                pending=(member("p"), member("q"), member("r")),
+                reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
+                "but the nodes it may use have 0m free",
+            ),
             id="only nodes the pod may use count",
         ),
         pytest.param(
-            PF(member("p").req(cpu="800m").node_affinity_in("kubernetes.io/hostname", ["n0"]),
-               pending=(member("p"), member("q"), member("r")), cpu="2",
-               reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
-                      "but the nodes it may use have 2000m free"),
+            PF(
+                member("p").req(cpu="800m").node_affinity_in("kubernetes.io/hostname", ["n0"]),
+                pending=(member("p"), member("q"), member("r")),
+                cpu="2",
+                reason=f'pod group "{NS}/g" needs 2400m cpu for 3 more pod(s) of 800m, '
+                "but the nodes it may use have 2000m free",
+            ),
             id="required node affinity narrows the nodes",
         ),
     ],
@@ -278,8 +322,10 @@ def test_members_rejected_for_too_few_pods_are_retried_when_the_group_grows() ->
 
 
 def test_unschedulable_nodes_do_not_count_for_cpu() -> None:
-    infos = [make_node_info(make_node("n0").capacity(cpu="4").unschedulable()),
-             make_node_info(make_node("n1").capacity(cpu="1"))]
+    infos = [
+        make_node_info(make_node("n0").capacity(cpu="4").unschedulable()),
+        make_node_info(make_node("n1").capacity(cpu="1")),
+    ]
     g = Gang(infos=infos, pending=[member(f"p{i}").obj() for i in range(3)])
     s = g.pre_filter(member("p0").req(cpu="500m").obj())
     assert s is not None and "the nodes it may use have 1000m free" in s.message()
@@ -295,10 +341,22 @@ def test_unschedulable_nodes_do_not_count_for_cpu() -> None:
         (member("p", min_available=None), PodGroup(NS, "g", 1), ""),
         (member("p", min_available=4), PodGroup(NS, "g", 4), ""),
         (member("p", min_available=None).label(MIN_AVAILABLE_KEY, "5"), PodGroup(NS, "g", 5), ""),
-        (member("p", min_available=2).label(MIN_AVAILABLE_KEY, "5"), PodGroup(NS, "g", 2), ""),  # annotation wins
+        (
+            member("p", min_available=2).label(MIN_AVAILABLE_KEY, "5"),
+            PodGroup(NS, "g", 2),
+            "",
+        ),  # annotation wins
         (member("p", min_available=" 2 "), PodGroup(NS, "g", 2), ""),
-        (member("p", min_available="-1"), None, f'invalid {MIN_AVAILABLE_KEY} "-1": must be a positive integer'),
-        (member("p", min_available="2.5"), None, f'invalid {MIN_AVAILABLE_KEY} "2.5": must be a positive integer'),
+        (
+            member("p", min_available="-1"),
+            None,
+            f'invalid {MIN_AVAILABLE_KEY} "-1": must be a positive integer',
+        ),
+        (
+            member("p", min_available="2.5"),
+            None,
+            f'invalid {MIN_AVAILABLE_KEY} "2.5": must be a positive integer',
+        ),
     ],
 )
 def test_group_of(pod: PodBuilder, group: PodGroup | None, error: str) -> None:
@@ -321,20 +379,48 @@ T0 = 1_700_000_000.0
 @pytest.mark.parametrize(
     ("a", "b", "a_first"),
     [
-        pytest.param(Q(make_pod("a").priority(10).obj()), Q(make_pod("b").priority(5).obj()), True,
-                     id="higher priority first"),
-        pytest.param(Q(member("a").priority(1).created(T0 + 9).obj()), Q(make_pod("b").priority(5).obj()), False,
-                     id="priority beats everything"),
-        pytest.param(Q(member("a", "g1").created(T0).obj(), 9), Q(member("b", "g2").created(T0 + 1).obj(), 1), True,
-                     id="older group first"),
-        pytest.param(Q(member("a", "g2").created(T0).obj()), Q(member("b", "g1").created(T0).obj()), False,
-                     id="same creation time: group name"),
-        pytest.param(Q(member("a").created(T0).obj(), 2), Q(member("b").created(T0).obj(), 1), False,
-                     id="same group: queue timestamp"),
-        pytest.param(Q(make_pod("a").created(T0 + 5).obj(), 1), Q(make_pod("b").created(T0).obj(), 9), False,
-                     id="lone pods: creation time"),
-        pytest.param(Q(make_pod("a", "x").created(T0).obj(), 1), Q(make_pod("b", "x").created(T0).obj(), 9), True,
-                     id="lone pods, same time: name"),
+        pytest.param(
+            Q(make_pod("a").priority(10).obj()),
+            Q(make_pod("b").priority(5).obj()),
+            True,
+            id="higher priority first",
+        ),
+        pytest.param(
+            Q(member("a").priority(1).created(T0 + 9).obj()),
+            Q(make_pod("b").priority(5).obj()),
+            False,
+            id="priority beats everything",
+        ),
+        pytest.param(
+            Q(member("a", "g1").created(T0).obj(), 9),
+            Q(member("b", "g2").created(T0 + 1).obj(), 1),
+            True,
+            id="older group first",
+        ),
+        pytest.param(
+            Q(member("a", "g2").created(T0).obj()),
+            Q(member("b", "g1").created(T0).obj()),
+            False,
+            id="same creation time: group name",
+        ),
+        pytest.param(
+            Q(member("a").created(T0).obj(), 2),
+            Q(member("b").created(T0).obj(), 1),
+            False,
+            id="same group: queue timestamp",
+        ),
+        pytest.param(
+            Q(make_pod("a").created(T0 + 5).obj(), 1),
+            Q(make_pod("b").created(T0).obj(), 9),
+            False,
+            id="lone pods: creation time",
+        ),
+        pytest.param(
+            Q(make_pod("a", "x").created(T0).obj(), 1),
+            Q(make_pod("b", "x").created(T0).obj(), 9),
+            True,
+            id="lone pods, same time: name",
+        ),
     ],
 )
 def test_less(a: Q, b: Q, a_first: bool) -> None:
@@ -367,6 +453,7 @@ def test_pods_of_a_group_leave_the_queue_together() -> None:
         Q(member("b2", "b").created(T0 + 4).obj(), 5),
         Q(member("a3", "a").created(T0 + 5).obj(), 6),
     ]
+
     def cmp(p: Q, q: Q) -> int:
         return -1 if pl.less(p, q) else 1
 
@@ -406,7 +493,9 @@ def test_pod_added_hint(new: Pod | None, hint: QueueingHint) -> None:
 
 
 def test_pod_added_hint_for_a_pod_without_group() -> None:
-    assert is_schedulable_after_pod_added(make_pod("p", NS).obj(), None, member("x").obj()) == QueueingHint.SKIP
+    assert (
+        is_schedulable_after_pod_added(make_pod("p", NS).obj(), None, member("x").obj()) == QueueingHint.SKIP
+    )
 
 
 # ------------------------------------------------------------------------------------------ args

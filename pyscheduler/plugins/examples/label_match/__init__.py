@@ -102,7 +102,9 @@ class LabelMatch:
             if ni.node is not None and ni.node.labels.get(self.label) == want:
                 # Some node carries the value: it failed for other reasons, which the event already lists.
                 return None, Status.unschedulable(plugin=NAME)
-        return None, Status.unschedulable(ERR_REASON_NO_NODE.format(label=self.label, value=want), plugin=NAME)
+        return None, Status.unschedulable(
+            ERR_REASON_NO_NODE.format(label=self.label, value=want), plugin=NAME
+        )
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

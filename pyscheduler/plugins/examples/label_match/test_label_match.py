@@ -33,24 +33,39 @@ def plugin(label: str = L, nodes: list[dict[str, str]] | None = None) -> LabelMa
         pytest.param({}, {L: "gpu"}, Code.SUCCESS, None, id="unlabelled pod, labelled node"),
         pytest.param({L: "gpu"}, {L: "gpu"}, Code.SUCCESS, None, id="same value"),
         pytest.param(
-            {L: "gpu"}, {L: "cpu"}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't have label {L}=gpu", id="other value",
+            {L: "gpu"},
+            {L: "cpu"},
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't have label {L}=gpu",
+            id="other value",
         ),
         pytest.param(
-            {L: "gpu"}, {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't have label {L}=gpu", id="node without the label",
+            {L: "gpu"},
+            {},
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't have label {L}=gpu",
+            id="node without the label",
         ),
         pytest.param(
-            {L: ""}, {L: ""}, Code.SUCCESS, None, id="empty value matches empty value",
+            {L: ""},
+            {L: ""},
+            Code.SUCCESS,
+            None,
+            id="empty value matches empty value",
         ),
         pytest.param(
-            {L: ""}, {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't have label {L}=", id="empty value needs the label",
+            {L: ""},
+            {},
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't have label {L}=",
+            id="empty value needs the label",
         ),
         pytest.param({"other": "gpu"}, {"other": "cpu"}, Code.SUCCESS, None, id="other labels ignored"),
     ],
 )
-def test_filter(pod_labels: dict[str, str], node_labels: dict[str, str], code: Code, reason: str | None) -> None:
+def test_filter(
+    pod_labels: dict[str, str], node_labels: dict[str, str], code: Code, reason: str | None
+) -> None:
     pod = make_pod("p").labels(pod_labels).obj()
     status = plugin().filter(make_cycle_state(), pod, make_node_info(make_node("n1").labels(node_labels)))
     assert code_of(status) == code
@@ -63,7 +78,10 @@ def test_filter(pod_labels: dict[str, str], node_labels: dict[str, str], code: C
 def test_filter_with_a_custom_label() -> None:
     pl = plugin(label="example.com/pool")
     pod = make_pod("p").label("example.com/pool", "batch").obj()
-    assert pl.filter(make_cycle_state(), pod, make_node_info(make_node("a").label("example.com/pool", "batch"))) is None
+    assert (
+        pl.filter(make_cycle_state(), pod, make_node_info(make_node("a").label("example.com/pool", "batch")))
+        is None
+    )
     st = pl.filter(make_cycle_state(), pod, make_node_info(make_node("b").label(L, "batch")))
     assert st is not None and st.reasons == ("node(s) didn't have label example.com/pool=batch",)
 
@@ -72,18 +90,27 @@ def test_filter_with_a_custom_label() -> None:
     ("pod_labels", "nodes", "reasons"),
     [
         pytest.param(
-            {L: "gpu"}, [{L: "cpu"}, {}],
+            {L: "gpu"},
+            [{L: "cpu"}, {}],
             (f"no node has label {L}=gpu; label a node or remove the label from the pod",),
             id="no node has the value",
         ),
-        pytest.param({L: "gpu"}, [], (f"no node has label {L}=gpu; label a node or remove the label from the pod",),
-                     id="no node at all"),
+        pytest.param(
+            {L: "gpu"},
+            [],
+            (f"no node has label {L}=gpu; label a node or remove the label from the pod",),
+            id="no node at all",
+        ),
         pytest.param({L: "gpu"}, [{L: "gpu"}, {}], (), id="a node has it but failed for other reasons"),
         pytest.param({}, [{}], (), id="unlabelled pod: nothing to say"),
     ],
 )
-def test_post_filter(pod_labels: dict[str, str], nodes: list[dict[str, str]], reasons: tuple[str, ...]) -> None:
-    result, status = plugin(nodes=nodes).post_filter(make_cycle_state(), make_pod("p").labels(pod_labels).obj(), {})
+def test_post_filter(
+    pod_labels: dict[str, str], nodes: list[dict[str, str]], reasons: tuple[str, ...]
+) -> None:
+    result, status = plugin(nodes=nodes).post_filter(
+        make_cycle_state(), make_pod("p").labels(pod_labels).obj(), {}
+    )
     assert result is None
     assert status is not None and status.code == Code.UNSCHEDULABLE
     assert status.reasons == reasons
@@ -115,7 +142,9 @@ def _node(labels: dict[str, str] | None, as_json: bool) -> Any:
         pytest.param({L: "gpu"}, {}, QueueingHint.SKIP, id="label removed"),
     ],
 )
-def test_node_change_hint(old: dict[str, str] | None, new: dict[str, str], hint: QueueingHint, as_json: bool) -> None:
+def test_node_change_hint(
+    old: dict[str, str] | None, new: dict[str, str], hint: QueueingHint, as_json: bool
+) -> None:
     pod = make_pod("p").label(L, "gpu").obj()
     assert plugin().is_schedulable_after_node_change(pod, _node(old, as_json), _node(new, as_json)) == hint
 

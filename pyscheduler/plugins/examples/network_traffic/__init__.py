@@ -82,9 +82,7 @@ STATE_KEY = f"PreScore{NAME}"
 UNKNOWN = -1
 WARN_INTERVAL = 60.0
 
-DEFAULT_QUERY = (
-    'sum by ({node_label}) (sum_over_time(node_network_transmit_bytes_total{{device="{{interface}}"}}[{{range}}]))'
-)
+DEFAULT_QUERY = 'sum by ({node_label}) (sum_over_time(node_network_transmit_bytes_total{{device="{{interface}}"}}[{{range}}]))'
 NODE_PLACEHOLDER = "{node}"
 
 log = structlog.get_logger("pyscheduler.plugins.network_traffic")
@@ -115,7 +113,9 @@ class NetworkTrafficArgs:
         if not self.network_interface:
             raise ArgsError(f"{path}.networkInterface", "must not be empty")
         if self.time_range_in_minutes < 1:
-            raise ArgsError(f"{path}.timeRangeInMinutes", f"must be at least 1, got {self.time_range_in_minutes}")
+            raise ArgsError(
+                f"{path}.timeRangeInMinutes", f"must be at least 1, got {self.time_range_in_minutes}"
+            )
         if self.timeout_seconds <= 0:
             raise ArgsError(f"{path}.timeoutSeconds", f"must be greater than 0, got {self.timeout_seconds:g}")
         if self.cache_seconds < 0:
@@ -269,7 +269,9 @@ class NetworkTraffic:
             self._last_warning = now
         self.log.warning(
             "prometheus query failed; scoring without NetworkTraffic",
-            prometheus=self.args.prometheus_address, error=error, failures=failures,
+            prometheus=self.args.prometheus_address,
+            error=error,
+            failures=failures,
         )
 
 

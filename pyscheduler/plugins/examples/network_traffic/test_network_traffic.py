@@ -34,15 +34,15 @@ from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_
 from pyscheduler.testing.clock import FakeClock
 
 ADDR = "http://prometheus.test:9090"
-DEFAULT_PROMQL = (
-    'sum by (instance) (sum_over_time(node_network_transmit_bytes_total{device="eth0"}[2m]))'
-)
+DEFAULT_PROMQL = 'sum by (instance) (sum_over_time(node_network_transmit_bytes_total{device="eth0"}[2m]))'
 
 
 class FakeClient:
     """Answers from a table; ``error`` makes every query fail."""
 
-    def __init__(self, by_node: dict[str, float] | None = None, error: str = "", label: str = "instance") -> None:
+    def __init__(
+        self, by_node: dict[str, float] | None = None, error: str = "", label: str = "instance"
+    ) -> None:
         self.by_node = by_node or {}
         self.error = error
         self.label = label
@@ -214,9 +214,7 @@ def test_skip_leaves_the_plugin_out_of_the_framework_scores() -> None:
     client = FakeClient(error="timed out")
     pl, infos, _ = setup(client)
     handle = make_handle(nodes=infos)
-    fwk = Framework(
-        "p", {NAME: pl}, ProfilePlugins(points={"preScore": (NAME,), "score": (NAME,)}), handle
-    )
+    fwk = Framework("p", {NAME: pl}, ProfilePlugins(points={"preScore": (NAME,), "score": (NAME,)}), handle)
     state = make_cycle_state()
     pod = make_pod("p").obj()
     assert fwk.run_pre_score_plugins(state, pod, infos) is None
@@ -276,7 +274,10 @@ def test_args_promql() -> None:
         ({"prometheusAddress": ADDR, "cacheSeconds": -1}, "args.cacheSeconds: must not be negative"),
         ({"prometheusAddress": ADDR, "networkInterface": ""}, "args.networkInterface: must not be empty"),
         ({"prometheusAddress": ADDR, "nodeLabel": ""}, "args.nodeLabel: must not be empty"),
-        ({"prometheusAddress": ADDR, "timeRangeInMinutes": 1.5}, "args.timeRangeInMinutes: must be an integer"),
+        (
+            {"prometheusAddress": ADDR, "timeRangeInMinutes": 1.5},
+            "args.timeRangeInMinutes: must be an integer",
+        ),
         ({"prometheusAddress": ADDR, "interface": "eth0"}, "args.interface: unknown field"),
     ],
 )
@@ -304,7 +305,10 @@ def _answer(kind: str, result: Any, status: str = "success") -> bytes:
 @pytest.mark.parametrize(
     ("raw", "samples"),
     [
-        (_answer("vector", [{"metric": {"instance": "a"}, "value": [1, "12.5"]}]), [Sample({"instance": "a"}, 12.5)]),
+        (
+            _answer("vector", [{"metric": {"instance": "a"}, "value": [1, "12.5"]}]),
+            [Sample({"instance": "a"}, 12.5)],
+        ),
         (_answer("vector", []), []),
         (_answer("scalar", [1, "3"]), [Sample({}, 3.0)]),
         (_answer("vector", [{"metric": {"instance": "a"}, "value": [1, "NaN"]}]), []),
@@ -320,8 +324,10 @@ def test_parse_response(raw: bytes, samples: list[Sample]) -> None:
     [
         (b"<html>", "answer is not JSON"),
         (_answer("matrix", []), "the query must give an instant vector, got a matrix"),
-        (json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}).encode(),
-         "bad_data: parse error"),
+        (
+            json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}).encode(),
+            "bad_data: parse error",
+        ),
         (_answer("vector", [{"metric": {}, "value": [1, "x"]}]), "malformed sample"),
     ],
 )
@@ -346,7 +352,9 @@ class _Api(http.server.BaseHTTPRequestHandler):
         if self.mode == "slow":
             self.release.wait(10)
         if self.mode == "bad":
-            body = json.dumps({"status": "error", "errorType": "bad_data", "error": "1:5: parse error"}).encode()
+            body = json.dumps(
+                {"status": "error", "errorType": "bad_data", "error": "1:5: parse error"}
+            ).encode()
             self.send_response(400)
         else:
             body = _answer("vector", [{"metric": {"instance": "n1"}, "value": [1, "42"]}])
