@@ -398,33 +398,28 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        for p in self.pre_filter_plugins:
-            if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
-                continue
-            try:
-                s = ext.add_pod(state, pod_to_schedule, pod_to_add, node_info)
-            except Exception as e:
-                return _err(p.name, "AddPod", e)
-            if s is not None and not s.is_success():
-                return s.with_plugin(p.name)
-        return None
+        return self._run_pre_filter_extension("add_pod", state, pod_to_schedule, pod_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
+        return self._run_pre_filter_extension("remove_pod", state, pod_to_schedule, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(
+        self, method: str, state: CycleState, pod_to_schedule: Pod, other: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        point = "AddPod" if method == "add_pod" else "RemovePod"
         for p in self.pre_filter_plugins:
             if p.name in state.skip_filter_plugins:
                 continue
             ext = p.pre_filter_extensions()
             if ext is None:
                 continue
+            fn = ext.add_pod if method == "add_pod" else ext.remove_pod
             try:
-                s = ext.remove_pod(state, pod_to_schedule, pod_to_remove, node_info)
+                s = fn(state, pod_to_schedule, other, node_info)
             except Exception as e:
-                return _err(p.name, "RemovePod", e)
+                return _err(p.name, point, e)
             if s is not None and not s.is_success():
                 return s.with_plugin(p.name)
         return None
