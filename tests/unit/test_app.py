@@ -1,0 +1,91 @@
+"""Routing of watch events in the daemon (app.py): which pods reach the queue, the cache, or nothing,
+and what a pod the scheduler cannot interpret gets. No network: recorder and writer are fakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pyscheduler.app import App, _NodeHandler, _PodHandler, build_app
+from pyscheduler.config.load import parse_config
+from pyscheduler.framework.types import MalformedObject, Pod
+from pyscheduler.plugins.registry import full_registry, plugin_extension_points
+from pyscheduler.testing.builders import make_node, make_pod
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def event(self, pod: Pod, type: str, reason: str, action: str, note: str) -> bool:
+        self.events.append((pod.key, type, reason, note))
+        return True
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+
+    def submit(self, fn: Any, *args: Any, **kwargs: Any) -> bool:
+        self.calls.append((fn, args, kwargs))
+        return True
+
+
+@pytest.fixture
+def app() -> App:
+    reg = full_registry()
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+
+    class NoApi:
+        def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
+
+    return build_app(cfg, reg, NoApi(), recorder=Recorder(), writer=Writer())
+
+
+def test_unassigned_pod_of_ours_is_queued_foreign_and_terminal_pods_are_not(app: App) -> None:
+    h = _PodHandler(app)
+    h.on_add(make_pod("ours").scheduler("py-scheduler").obj())
+    h.on_add(make_pod("theirs").scheduler("default-scheduler").obj())
+    h.on_add(make_pod("done").scheduler("py-scheduler").phase("Succeeded").obj())
+    assert sum(app.queue.pending_pods().values()) == 1
+    assert app.queue.pop(0.1).pod.name == "ours"  # type: ignore[union-attr]
+
+
+def test_assigned_pods_go_to_the_cache_and_binding_removes_a_pod_from_the_queue(app: App) -> None:
+    _NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    h = _PodHandler(app)
+    pending = make_pod("p").scheduler("py-scheduler").obj()
+    h.on_add(pending)
+    bound = make_pod("p").scheduler("py-scheduler").node("n1").obj()
+    h.on_update(pending, bound)
+    assert sum(app.queue.pending_pods().values()) == 0
+    assert app.cache.pod_count() == 1
+    h.on_delete(bound)
+    assert app.cache.pod_count() == 0
+
+
+def test_a_malformed_pod_of_ours_gets_failed_scheduling_once_and_the_loop_goes_on(app: App) -> None:
+    obj = make_pod("bad", "ns1").scheduler("py-scheduler").json()
+    obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    with pytest.raises(MalformedObject) as e:
+        Pod.from_dict(obj)
+    app._on_malformed_pod(obj, e.value)
+    app._on_malformed_pod(obj, e.value)  # the same problem again: no second event
+    rec: Recorder = app.recorder
+    assert len(rec.events) == 1
+    key, type_, reason, note = rec.events[0]
+    assert (key, type_, reason) == ("ns1/bad", "Warning", "FailedScheduling")
+    assert "cpu" in note and "lots" in note
+    writer: Writer = app.writer
+    (_, args, kwargs) = writer.calls[0]
+    assert args[:2] == ("ns1", "bad")
+    assert kwargs["condition"]["reason"] == "SchedulerError"
+    # A malformed pod of another scheduler is none of our business.
+    other = dict(obj, spec={**obj["spec"], "schedulerName": "someone-else"})
+    app._on_malformed_pod(other, e.value)
+    assert len(rec.events) == 1
