@@ -710,8 +710,8 @@ class FitError(Exception):
             parts = sorted(f"{v} {k}" for k, v in counts.items())
             if parts:
                 msg += f" {', '.join(parts)}."
-        if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
+        if d.post_filter_msg:  # already ends with a period
+            msg += f" {d.post_filter_msg}"
         return msg
 
 

@@ -8,9 +8,11 @@ Extension points
   (best-effort) gets Skip, so this plugin does not score it at all (as kube 1.36 does, see kubernetes
   issue 129138: otherwise best-effort pods pile onto the same nodes).
 - Score: for each configured resource the node has (allocatable > 0; a scalar resource only if the pod
-  requests it), fraction = (node's requested + pod's request) / allocatable, capped at 1. With two
+  requests it), fraction = (node's requested [+ pod's request]) / allocatable, capped at 1. With two
   fractions std = |f1 - f2| / 2; with more, the population standard deviation; with one or none, 0.
-  Score = int((1 - std) * 100), truncated as Go converts float64 to int64.
+  balance = int((1 - std) * 100), truncated as Go converts float64 to int64. As kube-scheduler 1.36
+  does, the score is the improvement the pod brings: 50 + (50 + balance_with_pod - balance_without) // 2
+  (50: no change; checked against kube-scheduler 1.36.3's own scores by the differential test).
 
 Args (``NodeResourcesBalancedAllocationArgs``)
 ----------------------------------------------
@@ -163,28 +165,28 @@ class BalancedAllocation:
             if not any(reqs):
                 return 0, None
         alloc_r, used_r = node_info.allocatable, node_info.requested
-        fractions: list[float] = []
-        total = 0.0
+        with_pod: list[float] = []
+        without_pod: list[float] = []
         for i, (kind, rname) in enumerate(self._resources):
             q = reqs[i]
             if kind == _CPU:
-                alloc, used = alloc_r.milli_cpu, used_r.milli_cpu + q
+                alloc, used = alloc_r.milli_cpu, used_r.milli_cpu
             elif kind == _MEMORY:
-                alloc, used = alloc_r.memory, used_r.memory + q
+                alloc, used = alloc_r.memory, used_r.memory
             elif kind == _EPHEMERAL:
-                alloc, used = alloc_r.ephemeral_storage, used_r.ephemeral_storage + q
+                alloc, used = alloc_r.ephemeral_storage, used_r.ephemeral_storage
             elif kind == _SCALAR and q != 0 and rname in alloc_r.scalar:
-                alloc, used = alloc_r.scalar[rname], used_r.scalar.get(rname, 0) + q
+                alloc, used = alloc_r.scalar[rname], used_r.scalar.get(rname, 0)
             else:
                 continue
             if alloc == 0:
                 continue
-            f = float(used) / float(alloc)
-            if f > 1:
-                f = 1.0
-            total += f
-            fractions.append(f)
-        return balanced_score(fractions, total), None
+            with_pod.append(min(float(used + q) / float(alloc), 1.0))
+            without_pod.append(min(float(used) / float(alloc), 1.0))
+        # kube 1.36 scores the change in balance the pod brings: 50 means no change, more is better.
+        with_ = balanced_score(with_pod, sum(with_pod))
+        without = balanced_score(without_pod, sum(without_pod))
+        return 50 + (50 + with_ - without) // 2, None
 
     def score_extensions(self) -> None:
         return None

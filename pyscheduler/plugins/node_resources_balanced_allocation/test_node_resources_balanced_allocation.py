@@ -62,16 +62,45 @@ def run(
 
 STD3 = math.sqrt(((0.25 - 0.5) ** 2 * 2 + 0.5**2) / 3)  # fractions .25, .25, 1
 
+
+def improvement(with_pod: int, without_pod: int) -> int:
+    """kube 1.36's score from the balance (0-100) of the node with and without the pod."""
+    return 50 + (50 + with_pod - without_pod) // 2
+
+
+# Each case states the node's balance with the pod and without it (100 = perfectly balanced).
 CASES = [
-    ("balanced fractions score 100", None, make_pod("p").req(cpu="1", memory="2Gi"), node(), [], 100),
-    ("cpu .5 memory .25", None, make_pod("p").req(cpu="2", memory="2Gi"), node(), [], 87),
     (
-        "existing requests counted",
+        "balanced pod on an empty node: no change",
+        None,
+        make_pod("p").req(cpu="1", memory="2Gi"),
+        node(),
+        [],
+        improvement(100, 100),
+    ),
+    (
+        "cpu .5 memory .25 unbalances an empty node",
+        None,
+        make_pod("p").req(cpu="2", memory="2Gi"),
+        node(),
+        [],
+        improvement(87, 100),
+    ),
+    (
+        "existing requests counted on both sides",
         None,
         make_pod("p").req(cpu="1", memory="2Gi"),
         node(),
         [make_pod("e").req(cpu="1")],
-        87,
+        improvement(87, 87),
+    ),
+    (
+        "a pod that rebalances a cpu-heavy node scores above 75",
+        None,
+        make_pod("p").req(memory="4Gi"),
+        node(),
+        [make_pod("e").req(cpu="2")],
+        improvement(100, 75),
     ),
     (
         "best-effort existing pods count nothing",
@@ -79,18 +108,39 @@ CASES = [
         make_pod("p").req(cpu="1", memory="2Gi"),
         node(),
         [make_pod("e"), make_pod("f")],
-        100,
+        improvement(100, 100),
     ),
-    ("only memory requested: cpu fraction 0", None, make_pod("p").req(memory="2Gi"), node(), [], 87),
-    ("fraction capped at 1", None, make_pod("p").req(cpu="8", memory="2Gi"), node(), [], 62),
-    ("overhead counted", None, make_pod("p").req(cpu="1", memory="2Gi").overhead(cpu="1"), node(), [], 87),
+    (
+        "only memory requested: cpu fraction 0",
+        None,
+        make_pod("p").req(memory="2Gi"),
+        node(),
+        [],
+        improvement(87, 100),
+    ),
+    (
+        "fraction capped at 1",
+        None,
+        make_pod("p").req(cpu="8", memory="2Gi"),
+        node(),
+        [],
+        improvement(62, 100),
+    ),
+    (
+        "overhead counted",
+        None,
+        make_pod("p").req(cpu="1", memory="2Gi").overhead(cpu="1"),
+        node(),
+        [],
+        improvement(87, 100),
+    ),
     (
         "three resources use the standard deviation",
         resources("cpu", "memory", FOO),
         make_pod("p").req(cpu="1", memory="2Gi").res({FOO: 4}),
         node(**{FOO: 4}),
         [],
-        int((1 - STD3) * 100),
+        improvement(int((1 - STD3) * 100), 100),
     ),
     (
         "extended resource the node lacks is left out",
@@ -98,7 +148,7 @@ CASES = [
         make_pod("p").req(cpu="2", memory="2Gi").res({FOO: 4}),
         node(),
         [],
-        87,
+        improvement(87, 100),
     ),
     (
         "extended resource the pod does not request is left out",
@@ -106,16 +156,23 @@ CASES = [
         make_pod("p").req(cpu="2", memory="2Gi"),
         node(**{FOO: 4}),
         [make_pod("e").res({FOO: 4})],
-        87,
+        improvement(87, 100),
     ),
-    ("single resource has no deviation", resources("cpu"), make_pod("p").req(cpu="3"), node(), [], 100),
+    (
+        "single resource has no deviation",
+        resources("cpu"),
+        make_pod("p").req(cpu="3"),
+        node(),
+        [],
+        improvement(100, 100),
+    ),
     (
         "ephemeral-storage",
         resources("cpu", "ephemeral-storage"),
         make_pod("p").req(cpu="1", ephemeral_storage="3Gi"),
         node(ephemeral_storage="4Gi"),
         [],
-        75,
+        improvement(75, 100),
     ),
     (
         "hugepages",
@@ -123,7 +180,7 @@ CASES = [
         make_pod("p").req(memory="2Gi").res({HUGE: "4Mi"}),
         node(**{HUGE: "8Mi"}),
         [],
-        87,
+        improvement(87, 100),
     ),
     (
         "node with zero allocatable cpu skips cpu",
@@ -131,9 +188,17 @@ CASES = [
         make_pod("p").req(cpu="1", memory="2Gi"),
         node(cpu="0"),
         [],
-        100,
+        improvement(100, 100),
     ),
 ]
+
+
+def test_improvement_matches_kube_scheduler_1_36_scores() -> None:
+    # Scores kube-scheduler 1.36.3 logged in the differential test (scenario fit-cpu, pod p2: 1500m cpu,
+    # no memory): 56 on an empty 2-cpu/16Gi node, 70 on an 8-cpu/16Gi node already at 6 cpu.
+    p2 = make_pod("p2").req(cpu="1500m")
+    assert run(None, p2, node(cpu="2", memory="16Gi"), []) == 56
+    assert run(None, p2, node(cpu="8", memory="16Gi"), [make_pod("e1").req(cpu="6")]) == 70
 
 
 @pytest.mark.parametrize(

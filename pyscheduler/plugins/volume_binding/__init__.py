@@ -111,7 +111,7 @@ NAME = "VolumeBinding"
 STATE_KEY = f"PreFilter{NAME}"
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
