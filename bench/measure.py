@@ -1,0 +1,417 @@
+"""Measuring instruments for the benchmark: a raw API client, an independent pod watch, process stats.
+
+Design
+------
+Nothing here uses the scheduler's own client code (``pyscheduler.client``): the benchmark measures
+pyscheduler and kube-scheduler from the outside, the same way for both.
+
+- ``Endpoint`` / ``Conn``: one keep-alive ``http.client.HTTPSConnection`` per thread, bearer token,
+  bodies pre-encoded with orjson. ``run_parallel`` feeds a list of jobs to N such threads (the 30 pod
+  creators of scheduler_perf's ``createPods``; the bind-ceiling client).
+- ``PodWatch``: a streaming ``GET .../pods?watch=1`` from a known resourceVersion, read line by line and
+  parsed with orjson. It records, per pod name, the monotonic time the watch first saw
+  ``spec.nodeName`` set (the bind), the PodScheduled=False condition (unschedulable), and deletion
+  (preemption victims). Creation times are recorded client-side per pod name by the creators, just
+  before the POST is sent (``creationTimestamp`` has one-second resolution), so latency is
+  ``bind_seen - post_sent`` on one clock.
+- ``throughput_samples``: pods bound per one-second bucket from the first bind to the last, built from
+  the per-pod bind times (the last, partial bucket is scaled to a rate); the summary is the average and
+  p50/p90/p99 of those samples, as scheduler_perf's throughput collector reports them.
+- ``ProcStats``: CPU seconds (utime+stime from ``/proc/<pid>/stat``) and peak RSS (``VmHWM`` from
+  ``/proc/<pid>/status``) of one scheduler process.
+- ``bind_ceiling``: the API server's own limit for the Binding step: N threads posting Bindings for
+  pre-created pending pods (schedulerName ``nobody``) as fast as they can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import math
+import os
+import queue
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------------------------- client
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to reach the API server (host, port, bearer token, TLS context)."""
+
+    host: str
+    port: int
+    token: str
+    context: ssl.SSLContext
+
+    @classmethod
+    def from_url(cls, server: str, token: str, cafile: str) -> Endpoint:
+        u = urllib.parse.urlsplit(server)
+        return cls(u.hostname or "127.0.0.1", u.port or 443, token, ssl.create_default_context(cafile=cafile))
+
+    def connect(self, timeout: float | None = 60.0) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self.host, self.port, context=self.context, timeout=timeout)
+
+
+class Conn:
+    """One keep-alive connection; ``request`` reconnects once if the server closed it."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.conn = endpoint.connect()
+        self.headers = {
+            "Authorization": f"Bearer {endpoint.token}",
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+        }
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        for attempt in range(3):
+            try:
+                self.conn.request(method, path, body=body, headers=self.headers)
+                resp = self.conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = self.endpoint.connect()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def json(self, method: str, path: str, body: Any = None, ok: Iterable[int] = (200, 201)) -> Any:
+        status, data = self.request(method, path, None if body is None else orjson.dumps(body))
+        if status not in tuple(ok):
+            raise RuntimeError(f"{method} {path}: HTTP {status}: {data[:300]!r}")
+        return orjson.loads(data) if data else None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def run_parallel(
+    endpoint: Endpoint, jobs: Sequence[T], fn: Callable[[Conn, T], str | None], threads: int
+) -> list[str]:
+    """Run ``fn(conn, job)`` for every job on ``threads`` threads with one connection each.
+
+    ``fn`` returns an error message or None; the messages are returned (the run never stops early)."""
+    q: queue.SimpleQueue[T] = queue.SimpleQueue()
+    for j in jobs:
+        q.put(j)
+    errors: list[str] = []
+
+    def worker() -> None:
+        conn = Conn(endpoint)
+        try:
+            while True:
+                try:
+                    job = q.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    err = fn(conn, job)
+                except Exception as e:  # keep going: one failed request is reported, not fatal
+                    err = f"{type(e).__name__}: {e}"
+                if err:
+                    errors.append(err)
+        finally:
+            conn.close()
+
+    ts = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(threads, len(jobs))))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors
+
+
+def post_objects(
+    endpoint: Endpoint,
+    path: str,
+    objects: Sequence[tuple[str, bytes]],
+    threads: int,
+    sent: dict[str, float] | None = None,
+    ok: tuple[int, ...] = (201,),
+) -> list[str]:
+    """POST pre-encoded objects ``(name, body)`` to ``path`` with ``threads`` creators.
+
+    ``sent[name]`` gets the monotonic time just before each request goes out. 429/5xx are retried."""
+
+    def create(conn: Conn, item: tuple[str, bytes]) -> str | None:
+        name, body = item
+        for _ in range(20):
+            if sent is not None:
+                sent[name] = time.monotonic()
+            status, data = conn.request("POST", path, body)
+            if status in ok or status == 409:
+                return None
+            if status == 429 or status >= 500:
+                time.sleep(0.1)
+                continue
+            return f"{name}: HTTP {status}: {data[:200]!r}"
+        return f"{name}: gave up after retries"
+
+    return run_parallel(endpoint, objects, create, threads)
+
+
+# --------------------------------------------------------------------------------------------- watch
+
+
+class PodWatch(threading.Thread):
+    """An independent watch on the pods of one namespace (see the module docstring)."""
+
+    def __init__(self, endpoint: Endpoint, namespace: str, resource_version: str) -> None:
+        super().__init__(name="bench-pod-watch", daemon=True)
+        self.endpoint = endpoint
+        self.namespace = namespace
+        self.resource_version = resource_version
+        self.bound: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.unschedulable: dict[str, float] = {}
+        self.deleted: dict[str, float] = {}
+        self.events = 0
+        self.error: str | None = None
+        self._stopping = threading.Event()
+        self._conn: http.client.HTTPSConnection | None = None
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._watch_once()
+            except Exception as e:
+                if self._stopping.is_set():
+                    return
+                self.error = f"{type(e).__name__}: {e}"
+                time.sleep(0.2)
+
+    def _watch_once(self) -> None:
+        conn = self.endpoint.connect(timeout=None)
+        self._conn = conn
+        path = (
+            f"/api/v1/namespaces/{self.namespace}/pods?watch=1&allowWatchBookmarks=true"
+            f"&resourceVersion={self.resource_version}&timeoutSeconds=3600"
+        )
+        conn.request("GET", path, headers={"Authorization": f"Bearer {self.endpoint.token}",
+                                           "Accept": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"watch: HTTP {resp.status}: {resp.read()[:200]!r}")
+        bound, nodes, unsched = self.bound, self.nodes, self.unschedulable
+        while not self._stopping.is_set():
+            line = resp.readline()
+            if not line:
+                return
+            now = time.monotonic()
+            ev = orjson.loads(line)
+            obj = ev.get("object") or {}
+            meta = obj.get("metadata") or {}
+            rv = meta.get("resourceVersion")
+            kind = ev.get("type")
+            if kind == "ERROR":
+                raise RuntimeError(f"watch error: {obj.get('message')}")
+            if rv:
+                self.resource_version = rv
+            if kind == "BOOKMARK":
+                continue
+            self.events += 1
+            name = meta.get("name", "")
+            if kind == "DELETED":
+                self.deleted.setdefault(name, now)
+                continue
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node:
+                if name not in bound:
+                    bound[name] = now
+                    nodes[name] = node
+            elif name not in unsched:
+                for c in (obj.get("status") or {}).get("conditions") or ():
+                    if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                        unsched[name] = now
+
+    def stop(self) -> None:
+        self._stopping.set()
+        conn = self._conn
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        self.join(5)
+
+    def count_bound(self, names: Iterable[str]) -> int:
+        b = self.bound
+        return sum(1 for n in names if n in b)
+
+    def wait(self, pred: Callable[[], bool], timeout: float, tick: Callable[[], None] | None = None,
+             interval: float = 1.0) -> bool:
+        """Poll ``pred`` every 50 ms until true or ``timeout``; call ``tick`` every ``interval`` s."""
+        deadline = time.monotonic() + timeout
+        next_tick = time.monotonic() + interval
+        while True:
+            if pred():
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if tick is not None and now >= next_tick:
+                tick()
+                next_tick += interval
+            time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]; NaN for no values."""
+    if not values:
+        return math.nan
+    s = sorted(values)
+    k = (len(s) - 1) * q / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    if lo == hi:
+        return float(s[lo])
+    return float(s[lo] + (s[hi] - s[lo]) * (k - lo))
+
+
+def throughput_samples(bind_times: Iterable[float]) -> list[float]:
+    """Pods bound per second, one sample per second from the first bind to the last."""
+    ts = sorted(bind_times)
+    if not ts:
+        return []
+    start, end = ts[0], ts[-1]
+    span = end - start
+    n_full = int(span)
+    counts = [0] * (n_full + 1)
+    for t in ts:
+        counts[min(int(t - start), n_full)] += 1
+    samples = [float(c) for c in counts[:n_full]]
+    tail = span - n_full
+    if n_full == 0:  # everything bound within a second: one sample, the rate over that span
+        samples.append(counts[0] / max(span, 0.2))
+    elif tail >= 0.2:
+        samples.append(counts[n_full] / tail)
+    else:  # a sliver: fold its binds into the last full second
+        samples[-1] += counts[n_full]
+    return samples
+
+
+def timeline(bind_times: Iterable[float], origin: float) -> list[int]:
+    """Binds per second since ``origin`` (e.g. when the first measured pod was sent), for the chart."""
+    ts = [t - origin for t in bind_times]
+    if not ts:
+        return []
+    out = [0] * (int(max(ts)) + 1)
+    for t in ts:
+        out[max(0, int(t))] += 1
+    return out
+
+
+@dataclass
+class Summary:
+    avg: float
+    p50: float
+    p90: float
+    p99: float
+    n: int = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Summary:
+        avg = sum(values) / len(values) if values else math.nan
+        return cls(avg, percentile(values, 50), percentile(values, 90), percentile(values, 99), len(values))
+
+    def as_dict(self) -> dict[str, float]:
+        return {"avg": self.avg, "p50": self.p50, "p90": self.p90, "p99": self.p99, "n": self.n}
+
+
+# --------------------------------------------------------------------------------------------- process
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class ProcStats:
+    """CPU seconds and peak RSS of one process, read from /proc."""
+
+    pid: int
+    last_cpu: float = 0.0
+    last_hwm_mb: float = 0.0
+    samples: list[tuple[float, float]] = field(default_factory=list)
+
+    def cpu_seconds(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                raw = f.read().decode()
+        except OSError:
+            return self.last_cpu
+        fields = raw[raw.rindex(")") + 2:].split()  # the command name may contain spaces
+        self.last_cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+        return self.last_cpu
+
+    def peak_rss_mb(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.last_hwm_mb = int(line.split()[1]) / 1024.0
+                        break
+        except OSError:
+            pass
+        return self.last_hwm_mb
+
+
+# --------------------------------------------------------------------------------------------- ceiling
+
+
+@dataclass
+class Ceiling:
+    bindings: int
+    seconds: float
+    threads: int
+    errors: int
+    create_seconds: float = math.nan  # creating the same pods beforehand, no scheduler running
+    creators: int = 0
+
+    @property
+    def per_second(self) -> float:
+        return self.bindings / self.seconds if self.seconds > 0 else math.nan
+
+    @property
+    def create_per_second(self) -> float:
+        return self.bindings / self.create_seconds if self.create_seconds > 0 else math.nan
+
+    def as_dict(self) -> dict[str, float]:
+        return {"bindings": self.bindings, "seconds": self.seconds, "threads": self.threads,
+                "errors": self.errors, "bindings_per_second": self.per_second,
+                "create_seconds": self.create_seconds, "creators": self.creators,
+                "creates_per_second": self.create_per_second}
+
+
+def bind_ceiling(endpoint: Endpoint, namespace: str, pods: Sequence[str], nodes: Sequence[str],
+                 threads: int) -> Ceiling:
+    """Post a Binding for every (pending, unscheduled) pod, round-robin over ``nodes``; time it."""
+    jobs = [
+        (f"/api/v1/namespaces/{namespace}/pods/{p}/binding",
+         orjson.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": p},
+                       "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]}}))
+        for i, p in enumerate(pods)
+    ]
+
+    def bind(conn: Conn, job: tuple[str, bytes]) -> str | None:
+        status, data = conn.request("POST", job[0], job[1])
+        return None if status == 201 else f"HTTP {status}: {data[:120]!r}"
+
+    t0 = time.monotonic()
+    errors = run_parallel(endpoint, jobs, bind, threads)
+    dt = time.monotonic() - t0
+    return Ceiling(len(jobs) - len(errors), dt, threads, len(errors))

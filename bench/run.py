@@ -1,0 +1,761 @@
+"""``make bench`` / ``python -m bench.run``: pyscheduler against kube-scheduler on the same cluster.
+
+Design
+------
+Modelled on kube-scheduler's scheduler_perf. One ``LocalCluster`` (etcd + kube-apiserver 1.36, no
+controller manager; KWOK off unless ``--kwok``: without a node-lifecycle controller nodes stay Ready as
+created, and KWOK's heartbeats would rewrite every node's status every ~20 s, 250 writes/s at 5,000
+nodes, competing with the schedulers). Nodes are created once through the API, status set.
+
+For every workload (``bench/workloads.py``) and repeat, the two schedulers run ONE AFTER THE OTHER on
+the same control plane and nodes (alternating which goes first on each repeat), both under the scheduler
+name ``py-scheduler`` with the default plugins, leader election off and clientConnection qps/burst
+5000/5000:
+
+    delete all pods (and events), wait until gone → start an independent pod watch
+    → start the scheduler, wait for /readyz → create init pods (30 creators), wait until bound
+    → [Unschedulable: create pods that fit nowhere, wait for PodScheduled=False]
+    → create the measured pods (30 creators) and wait until all are bound → stop the scheduler
+
+Figures per run (``bench/measure.py``): throughput (pods bound per second, per-second samples: avg, p50,
+p90, p99), creation→bind latency per pod (p50, p90, p99), scheduler CPU seconds during the measured
+phase and peak RSS. Once per cluster: the API server's Binding ceiling (N threads posting Bindings for
+pre-created pending pods). Output: a table per workload, one summary line, a JSON file under
+bench/results/ and a PNG chart per workload. ``--profile`` samples pyscheduler with py-spy during the
+measured phase and prints its hottest functions (those runs are slowed by the sampling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench import chart
+from bench.measure import (
+    Ceiling,
+    Conn,
+    Endpoint,
+    PodWatch,
+    ProcStats,
+    Summary,
+    bind_ceiling,
+    post_objects,
+    throughput_samples,
+    timeline,
+)
+from bench.workloads import SCHEDULER_NAME, Workload, node, pod, priority_classes, workloads
+from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster, free_port
+from pyscheduler.testing.daemon import SchedulerProcess
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+NS = "bench"
+KUBE = "kube-scheduler"
+PY = "pyscheduler"
+SCHEDULERS = (KUBE, PY)
+QPS = 5000
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _pdeathsig() -> None:  # in the child between fork and exec: die with the benchmark
+    with contextlib.suppress(OSError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------------ schedulers
+
+
+class KubeScheduler:
+    """The real kube-scheduler 1.36 binary, configured like pyscheduler."""
+
+    name = KUBE
+
+    def __init__(self, cluster: LocalCluster, extra_args: Sequence[str] = ()) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-kube-scheduler-"))
+        config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(cluster.kubeconfig), "qps": QPS, "burst": QPS},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": SCHEDULER_NAME}],
+        }
+        (self.dir / "config.yaml").write_text(json.dumps(config))
+        self.port = free_port()
+        self.log = self.dir / "kube-scheduler.log"
+        self.argv = [
+            cluster.binary("kube-scheduler"),
+            f"--config={self.dir / 'config.yaml'}",
+            f"--secure-port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={self.dir}",  # self-signed serving certificate
+            "--v=0",
+            *extra_args,
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 60.0) -> None:
+        with open(self.log, "ab") as f:
+            self.proc = subprocess.Popen(self.argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, preexec_fn=_pdeathsig)
+        ctx = ssl._create_unverified_context()  # its own self-signed loopback certificate
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
+            with contextlib.suppress(OSError), urllib.request.urlopen(
+                f"https://127.0.0.1:{self.port}/readyz", timeout=1, context=ctx
+            ) as r:
+                if r.status == 200:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"kube-scheduler not ready after {timeout}s:\n{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def log_tail(self, n: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log.exists() else ""
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PyScheduler:
+    """``pyscheduler run`` through SchedulerProcess, configured like kube-scheduler."""
+
+    name = PY
+
+    def __init__(self, cluster: LocalCluster, log_level: str = "info") -> None:
+        config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"qps": QPS, "burst": QPS},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": SCHEDULER_NAME}],
+        }
+        # SchedulerProcess logs at debug for tests; the later --log-level wins (kube-scheduler runs at -v=0).
+        self.sp = SchedulerProcess(cluster.kubeconfig, config, extra_args=(f"--log-level={log_level}",),
+                                   name="bench-pyscheduler")
+
+    @property
+    def pid(self) -> int:
+        assert self.sp.proc is not None
+        return self.sp.proc.pid
+
+    def start(self, timeout: float = 120.0) -> None:
+        self.sp.start(wait_ready=timeout)
+
+    def alive(self) -> bool:
+        return self.sp.alive()
+
+    def stop(self) -> None:
+        self.sp.stop(timeout=15)
+
+    def log_tail(self, n: int = 30) -> str:
+        return self.sp.log_tail(n)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.sp.dir
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.sp.dir, ignore_errors=True)
+
+
+Scheduler = KubeScheduler | PyScheduler
+
+
+class Profiler:
+    """py-spy sampling one process into collapsed stacks (``--format raw``), non-blocking."""
+
+    def __init__(self, py_spy: str, pid: int, out: Path, rate: int = 200) -> None:
+        self.out = out
+        self.proc = subprocess.Popen(
+            [py_spy, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking", "--gil",
+             "--threads", "--output", str(out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+_LINE = re.compile(r":\d+\)$")
+_THREAD_ID = re.compile(r" \(\d+\)|(?<=_)\d+$")
+
+
+def profile_summary(collapsed: Path, top: int = 25) -> dict[str, Any]:
+    """Self and inclusive sample shares per function (line numbers folded) from py-spy's collapsed stacks."""
+    self_c: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    threads: Counter[str] = Counter()
+    total = 0
+    for line in collapsed.read_text(errors="replace").splitlines():
+        stack, _, n_s = line.rpartition(" ")
+        if not stack or not n_s.isdigit():
+            continue
+        n = int(n_s)
+        frames = stack.split(";")
+        total += n
+        threads[_THREAD_ID.sub("", frames[0])] += n
+        fns = [_LINE.sub(")", f.strip()) for f in frames[1:] if f.strip()]
+        if fns:
+            self_c[fns[-1]] += n
+        for f in set(fns):
+            incl[f] += n
+
+    def table(c: Counter[str]) -> list[tuple[str, float]]:
+        return [(f, 100.0 * n / total) for f, n in c.most_common(top)] if total else []
+
+    return {"samples": total, "self": table(self_c), "inclusive": table(incl), "threads": table(threads)}
+
+
+# ------------------------------------------------------------------------------------------ benchmark
+
+
+@dataclass
+class Env:
+    cluster: LocalCluster
+    endpoint: Endpoint
+    conn: Conn
+    nodes: list[str]
+    args: argparse.Namespace
+
+
+def create_nodes(env: Env, count: int) -> None:
+    names = [f"node-{i}" for i in range(count)]
+    env.nodes = names
+    objects = [(n, orjson.dumps(node(n, i))) for i, n in enumerate(names)]
+    sent: dict[str, float] = {}
+    done = threading.Event()
+    errors: list[str] = []
+
+    def go() -> None:
+        errors.extend(post_objects(env.endpoint, "/api/v1/nodes", objects, env.args.creators, sent=sent))
+        done.set()
+
+    t0 = time.monotonic()
+    threading.Thread(target=go, daemon=True).start()
+    while not done.wait(1.0):
+        say(f"  nodes: {len(sent)}/{count} sent ({time.monotonic() - t0:.0f}s)")
+    if errors:
+        raise RuntimeError(f"creating nodes failed: {errors[:3]}")
+    listed = env.conn.json("GET", "/api/v1/nodes?limit=1")
+    say(f"  nodes: {count} created in {time.monotonic() - t0:.1f}s "
+        f"(cluster has {len(listed['items']) + int(listed['metadata'].get('remainingItemCount', 0))})")
+
+
+def clean_namespace(env: Env, timeout: float = 300.0) -> None:
+    """Delete every pod (and event) in the namespace and wait until the pods are gone."""
+    env.conn.json("DELETE", f"/api/v1/namespaces/{NS}/pods?gracePeriodSeconds=0", ok=(200,))
+    env.conn.json("DELETE", f"/api/v1/namespaces/{NS}/events", ok=(200, 404))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/pods?limit=1")
+        if not out["items"]:
+            return
+        time.sleep(0.3)
+    raise RuntimeError("pods not gone after cleanup")
+
+
+def resource_version(env: Env) -> str:
+    out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/pods?limit=1")
+    return str(out["metadata"]["resourceVersion"])
+
+
+def encode(template: Callable[[str], dict[str, Any]], names: Sequence[str]) -> list[tuple[str, bytes]]:
+    return [(n, orjson.dumps(template(n))) for n in names]
+
+
+def measure_bind_ceiling(env: Env, count: int) -> Ceiling:
+    clean_namespace(env)
+    names = [f"ceiling-{i}" for i in range(count)]
+    objs = [(n, orjson.dumps(pod(n, scheduler="nobody"))) for n in names]
+    t0 = time.monotonic()
+    errors = post_objects(env.endpoint, f"/api/v1/namespaces/{NS}/pods", objs, env.args.creators)
+    create_seconds = time.monotonic() - t0
+    if errors:
+        raise RuntimeError(f"creating pods failed: {errors[:3]}")
+    c = bind_ceiling(env.endpoint, NS, names, env.nodes, env.args.bind_threads)
+    c.create_seconds, c.creators = create_seconds, env.args.creators
+    clean_namespace(env)
+    return c
+
+
+def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
+            profile_dir: Path | None) -> dict[str, Any]:
+    a = env.args
+    sched = make()
+    tag = f"{wl.short}-{'k' if sched.name == KUBE else 'p'}{rep}"
+    prefix = f"  [{wl.name} {sched.name} #{rep + 1}]"
+    pods_path = f"/api/v1/namespaces/{NS}/pods"
+    clean_namespace(env)
+    watch = PodWatch(env.endpoint, NS, resource_version(env))
+    watch.start()
+    result: dict[str, Any] = {"scheduler": sched.name, "repeat": rep, "complete": False, "precreate": a.precreate}
+    profiler: Profiler | None = None
+    try:
+        t_start = time.monotonic()
+        sched.start()
+        result["startup_seconds"] = time.monotonic() - t_start
+        stats = ProcStats(sched.pid)
+        say(f"{prefix} started in {result['startup_seconds']:.1f}s (pid {sched.pid})")
+
+        def alive_or_raise() -> None:
+            if not sched.alive():
+                raise RuntimeError(f"{sched.name} died:\n{sched.log_tail()}")
+
+        # init pods
+        init_names = [f"{tag}-i{k}" for k in range(wl.init_pods)]
+        if init_names:
+            t0 = time.monotonic()
+            errs = post_objects(env.endpoint, pods_path, encode(wl.init_template, init_names), a.creators)
+            if errs:
+                raise RuntimeError(f"creating init pods: {errs[:3]}")
+            say(f"{prefix} init: {len(init_names)} pods created in {time.monotonic() - t0:.1f}s")
+
+            def init_tick() -> None:
+                alive_or_raise()
+                say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound")
+
+            ok = watch.wait(lambda: watch.count_bound(init_names) == len(init_names), a.timeout, init_tick)
+            say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound "
+                f"in {time.monotonic() - t0:.1f}s")
+            if not ok:
+                raise RuntimeError("init pods not all bound within the timeout")
+
+        # pods that fit nowhere, tried (and found unschedulable) before the measured pods
+        unsched_names = [f"{tag}-u{k}" for k in range(wl.unschedulable_pods)]
+        if unsched_names:
+            t0 = time.monotonic()
+            errs = post_objects(env.endpoint, pods_path, encode(wl.unschedulable_template, unsched_names), a.creators)
+            if errs:
+                raise RuntimeError(f"creating unschedulable pods: {errs[:3]}")
+            watch.wait(lambda: sum(n in watch.unschedulable for n in unsched_names) == len(unsched_names), 60)
+            say(f"{prefix} unschedulable: {sum(n in watch.unschedulable for n in unsched_names)}/"
+                f"{len(unsched_names)} marked PodScheduled=False in {time.monotonic() - t0:.1f}s")
+
+        # measured pods
+        names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
+        bodies = encode(wl.template, names)
+        sent: dict[str, float] = {}
+        created = threading.Event()
+        create_errors: list[str] = []
+
+        def creator() -> None:
+            create_errors.extend(post_objects(env.endpoint, pods_path, bodies, a.creators, sent=sent))
+            created.set()
+
+        if a.precreate:
+            # Scheduling alone: the measured pods exist before a fresh scheduler process starts.
+            sched.stop()
+            if not a.keep_logs:
+                sched.cleanup()
+            t_c = time.monotonic()
+            creator()
+            if create_errors:
+                raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
+            say(f"{prefix} {len(names)} measured pods created in {time.monotonic() - t_c:.1f}s, "
+                "no scheduler running; starting a new one")
+            sched = make()
+        plane = {p.name: ProcStats(p.popen.pid) for p in env.cluster.procs}
+        plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
+        bench0 = sum(os.times()[:2])
+        load0 = os.getloadavg()[0]
+        if a.precreate:
+            t0 = time.monotonic()
+            sched.start()
+            stats = ProcStats(sched.pid)
+            cpu0 = 0.0
+            sent = dict.fromkeys(names, t0)  # latency: from the scheduler's start
+        if profile_dir is not None and sched.name == PY and a.py_spy:
+            profiler = Profiler(a.py_spy, sched.pid, profile_dir / f"{tag}.collapsed.txt")
+            time.sleep(0.5)
+        if not a.precreate:
+            cpu0 = stats.cpu_seconds()
+            t0 = time.monotonic()
+            threading.Thread(target=creator, daemon=True).start()
+        last = [0]
+
+        def tick() -> None:
+            alive_or_raise()
+            b = watch.count_bound(names)
+            say(f"{prefix} {time.monotonic() - t0:4.0f}s created {len(sent)}/{len(names)} "
+                f"bound {b}/{len(names)} (+{b - last[0]}/s)")
+            last[0] = b
+
+        done = watch.wait(lambda: created.is_set() and watch.count_bound(names) == len(names), a.timeout, tick)
+        t_end = time.monotonic()
+        cpu1 = stats.cpu_seconds()
+        plane_cpu = {k: v.cpu_seconds() - plane0[k] for k, v in plane.items()}
+        bench_cpu = sum(os.times()[:2]) - bench0
+        if profiler is not None:
+            profiler.stop()
+        rss = stats.peak_rss_mb()
+        created.wait(30)
+        if create_errors:
+            raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
+        binds = [watch.bound[n] for n in names if n in watch.bound]
+        lat_ms = [1000.0 * (watch.bound[n] - sent[n]) for n in names if n in watch.bound and n in sent]
+        samples = throughput_samples(binds)
+        per_node = Counter(watch.nodes[n] for n in names if n in watch.nodes)
+        result.update(
+            complete=done,
+            nodes=len(env.nodes),
+            init_pods=len(init_names),
+            unschedulable_pods=len(unsched_names),
+            measured_pods=len(names),
+            bound=len(binds),
+            seconds=t_end - t0,
+            overall_pods_per_second=len(binds) / (max(binds) - t0) if binds else 0.0,
+            throughput=Summary.of(samples).as_dict(),
+            throughput_samples=samples,
+            timeline=timeline(binds, t0),
+            latency_ms=Summary.of(lat_ms).as_dict() | {"max": max(lat_ms, default=math.nan)},
+            cpu_seconds=cpu1 - cpu0,
+            cpu_seconds_total=cpu1,
+            peak_rss_mb=rss,
+            control_plane_cpu_seconds=plane_cpu,
+            bench_cpu_seconds=bench_cpu,
+            loadavg_1m_before=load0,
+            victims_deleted=sum(1 for n in init_names if n in watch.deleted),
+            max_pods_per_node=max(per_node.values(), default=0),
+            nodes_used=len(per_node),
+            watch_error=watch.error,
+        )
+        if profiler is not None:
+            result["profile"] = str(profiler.out)
+        thr = result["throughput"]
+        say(f"{prefix} done: {len(binds)}/{len(names)} bound in {t_end - t0:.1f}s, "
+            f"throughput avg {thr['avg']:.1f} pods/s, latency p50 {result['latency_ms']['p50']:.0f} ms "
+            f"p99 {result['latency_ms']['p99']:.0f} ms, CPU {result['cpu_seconds']:.1f}s, RSS {rss:.0f} MB"
+            + ("" if done else "  ** TIMED OUT **"))
+    except Exception as e:
+        result["error"] = f"{type(e).__name__}: {e}"
+        say(f"{prefix} FAILED: {result['error']}")
+    finally:
+        if profiler is not None:
+            profiler.stop()
+        sched.stop()
+        watch.stop()
+    with contextlib.suppress(Exception):
+        out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/events?limit=1")
+        result["events_in_namespace"] = len(out["items"]) + int(out["metadata"].get("remainingItemCount", 0))
+    if "error" in result or env.args.keep_logs:
+        say(f"{prefix} scheduler log kept in {sched.log_dir}")
+    else:
+        sched.cleanup()
+    return result
+
+
+# ------------------------------------------------------------------------------------------ report
+
+FIGURES: list[tuple[str, str, Callable[[dict[str, Any]], float]]] = [
+    ("throughput avg", "pods/s", lambda r: r["throughput"]["avg"]),
+    ("throughput p50", "pods/s", lambda r: r["throughput"]["p50"]),
+    ("throughput p90", "pods/s", lambda r: r["throughput"]["p90"]),
+    ("throughput p99", "pods/s", lambda r: r["throughput"]["p99"]),
+    ("overall rate", "pods/s", lambda r: r["overall_pods_per_second"]),
+    ("latency p50", "ms", lambda r: r["latency_ms"]["p50"]),
+    ("latency p90", "ms", lambda r: r["latency_ms"]["p90"]),
+    ("latency p99", "ms", lambda r: r["latency_ms"]["p99"]),
+    ("CPU (measured phase)", "s", lambda r: r["cpu_seconds"]),
+    ("peak RSS", "MB", lambda r: r["peak_rss_mb"]),
+    ("apiserver CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan)),
+    ("etcd CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("etcd", math.nan)),
+]
+
+
+def medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    ok = [r for r in runs if "error" not in r]
+    out: dict[str, float] = {}
+    for label, _unit, fn in FIGURES:
+        vals = [fn(r) for r in ok]
+        vals = [v for v in vals if not math.isnan(v)]
+        out[label] = statistics.median(vals) if vals else math.nan
+    return out
+
+
+def ratio(py: float, kube: float) -> float:
+    return py / kube if kube and not math.isnan(kube) and not math.isnan(py) else math.nan
+
+
+def fmt(v: float, digits: int = 1) -> str:
+    return "-" if math.isnan(v) else f"{v:,.{digits}f}"
+
+
+def report(name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceiling: Ceiling) -> dict[str, Any]:
+    med = {s: medians(runs.get(s, [])) for s in SCHEDULERS}
+    rat = {label: ratio(med[PY][label], med[KUBE][label]) for label, _, _ in FIGURES}
+    say("")
+    say(f"{name}: {wl.init_pods} init pods, {wl.measured_pods} measured pods"
+        + (f", {wl.unschedulable_pods} unschedulable pods" if wl.unschedulable_pods else "")
+        + (f"  ({wl.notes})" if wl.notes else ""))
+    say(f"  {'figure':<24}{'kube-scheduler':>16}{'pyscheduler':>14}{'py/kube':>10}")
+    for label, unit, _ in FIGURES:
+        digits = 0 if unit in ("ms", "MB") else (2 if unit == "s" else 1)
+        say(f"  {label + ' (' + unit + ')':<24}{fmt(med[KUBE][label], digits):>16}{fmt(med[PY][label], digits):>14}"
+            f"{fmt(rat[label], 2):>10}")
+    pct = {s: 100.0 * med[s]["throughput avg"] / ceiling.per_second for s in SCHEDULERS}
+    say(f"  bind ceiling {ceiling.per_second:,.0f} bindings/s ({ceiling.threads} threads): "
+        f"pyscheduler at {fmt(pct[PY])}% of it, kube-scheduler at {fmt(pct[KUBE])}%")
+    say(f"  (pod creation alone, no scheduler: {ceiling.create_per_second:,.0f} pods/s with {ceiling.creators} creators)")
+    for s in SCHEDULERS:
+        for r in runs.get(s, []):
+            if "error" in r:
+                say(f"  {s} run #{r['repeat'] + 1} failed: {r['error'][:300]}")
+            elif not r["complete"]:
+                say(f"  {s} run #{r['repeat'] + 1} timed out: {r['bound']}/{r['measured_pods']} bound")
+            elif r.get("victims_deleted"):
+                say(f"  {s} run #{r['repeat'] + 1}: {r['victims_deleted']} preemption victims deleted")
+    return {"median": med, "ratio_py_over_kube": rat, "percent_of_bind_ceiling": pct}
+
+
+def machine_info() -> dict[str, Any]:
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    with contextlib.suppress(OSError):
+        mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()
+    return {"cpu_model": model, "cpus": os.cpu_count(), "memory": mem, "platform": platform.platform(),
+            "python": sys.version.split()[0], "loadavg": os.getloadavg()}
+
+
+def git_info() -> dict[str, Any]:
+    def git(*a: str) -> str:
+        p = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True, check=False)
+        return p.stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def results_path(out_dir: Path, nodes: int) -> Path:
+    stem = f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d')}-{nodes}"
+    path = out_dir / f"{stem}.json"
+    k = 2
+    while path.exists():
+        path = out_dir / f"{stem}-{k}.json"
+        k += 1
+    return path
+
+
+def find_py_spy(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    for cand in (shutil.which("py-spy"), "/tmp/pyspy-venv/bin/py-spy"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0] if __doc__ else "")
+    p.add_argument("--large", action="store_true", help="5,000 nodes / 10,000 measured pods")
+    p.add_argument("--nodes", type=int, help="node count (default 500, --large 5000)")
+    p.add_argument("--pods", type=int, help="measured pods (default 2 x nodes)")
+    p.add_argument("--workloads", default="", help="comma-separated names (default: all)")
+    p.add_argument("--schedulers", default="kube-scheduler,pyscheduler", help="which to run (default: both)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per scheduler per workload; medians reported")
+    p.add_argument("--creators", type=int, default=30, help="concurrent pod creators")
+    p.add_argument("--bind-threads", type=int, default=16, help="threads of the bind-ceiling client")
+    p.add_argument("--timeout", type=float, help="seconds to wait for a phase's pods to bind")
+    p.add_argument("--precreate", action="store_true",
+                   help="create the measured pods before a fresh scheduler starts: scheduling alone, no creation "
+                        "in the way (latency is then counted from the scheduler's start)")
+    p.add_argument("--kwok", action="store_true", help="run KWOK (node heartbeats) during the benchmark")
+    p.add_argument("--py-log-level", default="info", help="pyscheduler --log-level (default info)")
+    p.add_argument("--profile", action="store_true", help="sample pyscheduler with py-spy in the measured phase")
+    p.add_argument("--py-spy", help="py-spy binary (default: on PATH or /tmp/pyspy-venv/bin/py-spy)")
+    p.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    p.add_argument("--no-chart", action="store_true")
+    p.add_argument("--keep-logs", action="store_true", help="keep the schedulers' logs (kept anyway on failure)")
+    a = p.parse_args(argv)
+    a.nodes = a.nodes or (5000 if a.large else 500)
+    a.pods = a.pods or 2 * a.nodes
+    a.timeout = a.timeout or max(300.0, a.pods / 5)
+    return a
+
+
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds: schedulers stopped, cluster stopped
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    all_wls = workloads(a.nodes, a.pods)
+    chosen = [w.strip() for w in a.workloads.split(",") if w.strip()] or list(all_wls)
+    unknown = [w for w in chosen if w not in all_wls]
+    if unknown:
+        say(f"unknown workload(s) {unknown}; choose from {', '.join(all_wls)}")
+        return 2
+    scheds = [s.strip() for s in a.schedulers.split(",") if s.strip()]
+    if any(s not in SCHEDULERS for s in scheds):
+        say(f"--schedulers: choose from {', '.join(SCHEDULERS)}")
+        return 2
+    if a.profile:
+        a.py_spy = find_py_spy(a.py_spy)
+        if not a.py_spy:
+            say("--profile needs py-spy (pip install py-spy into any venv; pass --py-spy PATH)")
+            return 2
+    a.out.mkdir(parents=True, exist_ok=True)
+    out_path = results_path(a.out, a.nodes)
+    profile_dir = out_path.with_suffix("") if a.profile else None
+    if profile_dir is not None:
+        profile_dir.mkdir(exist_ok=True)
+    machine = machine_info()
+    say(f"pyscheduler benchmark: {a.nodes} nodes, {a.pods} measured pods, workloads {', '.join(chosen)}, "
+        f"repeat {a.repeat}; {machine['cpus']} CPUs ({machine['cpu_model']}), load {machine['loadavg']}")
+
+    cluster = LocalCluster(
+        with_kwok=a.kwok, with_controller_manager=False, name="bench",
+        apiserver_args=["--max-requests-inflight=3000", "--max-mutating-requests-inflight=3000"],
+    )
+    t0 = time.monotonic()
+    cluster.start()
+    try:
+        say(f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})")
+        endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
+        env = Env(cluster, endpoint, Conn(endpoint), [], a)
+        env.conn.json("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        for pc in priority_classes():
+            env.conn.json("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc, ok=(201, 409))
+        create_nodes(env, a.nodes)
+
+        ceiling = measure_bind_ceiling(env, a.pods)
+        say(f"create ceiling: {ceiling.bindings} pods created in {ceiling.create_seconds:.1f}s by {ceiling.creators} "
+            f"creators, no scheduler running = {ceiling.create_per_second:,.0f}/s")
+        say(f"bind ceiling: {ceiling.bindings} Bindings in {ceiling.seconds:.1f}s with {ceiling.threads} threads "
+            f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors)")
+
+        results: dict[str, Any] = {}
+        for name in chosen:
+            wl = all_wls[name]
+            say(f"\n== {name}: {wl.init_pods} init, {wl.unschedulable_pods} unschedulable, "
+                f"{wl.measured_pods} measured pods")
+            runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
+            for rep in range(a.repeat):
+                order = scheds if rep % 2 == 0 else list(reversed(scheds))
+                for s in order:
+                    def make(s: str = s) -> Scheduler:
+                        return KubeScheduler(cluster) if s == KUBE else PyScheduler(cluster, a.py_log_level)
+
+                    runs[s].append(run_one(env, wl, make, rep, profile_dir))
+            results[name] = {"workload": {"init_pods": wl.init_pods, "measured_pods": wl.measured_pods,
+                                          "unschedulable_pods": wl.unschedulable_pods, "notes": wl.notes},
+                             "runs": runs}
+        clean_namespace(env)
+        for pc in priority_classes():
+            env.conn.json("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}",
+                          ok=(200, 404))
+    finally:
+        cluster.stop()
+
+    say("\n" + "=" * 78)
+    say(f"Results ({a.nodes} nodes; medians of {a.repeat} run(s); py/kube > 1 means pyscheduler is higher)")
+    summary = []
+    charts = []
+    for name, res in results.items():
+        res.update(report(name, all_wls[name], res["runs"], ceiling))
+        summary.append(f"{name}={fmt(res['ratio_py_over_kube']['throughput avg'], 2)}")
+        if not a.no_chart:
+            series = {s: res["runs"][s][0].get("timeline", []) for s in SCHEDULERS if res["runs"][s]}
+            png = out_path.with_name(f"{out_path.stem}-{name}.png")
+            with contextlib.suppress(Exception):
+                charts.append(str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series)))
+    if profile_dir is not None:
+        for name, res in results.items():
+            for r in res["runs"].get(PY, []):
+                prof = r.get("profile")
+                if prof and Path(prof).exists() and Path(prof).stat().st_size:
+                    r["profile_summary"] = ps = profile_summary(Path(prof))
+                    say(f"\npy-spy profile of pyscheduler, {name} (measured phase, {ps['samples']} samples): "
+                        f"{prof}")
+                    say("  self %   function")
+                    for fn, share in ps["self"][:20]:
+                        say(f"  {share:6.1f}   {fn}")
+                    say("  inclusive %   function")
+                    for fn, share in ps["inclusive"][:25]:
+                        say(f"  {share:6.1f}   {fn}")
+    doc = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git": git_info(),
+        "machine": machine | {"loadavg_end": os.getloadavg()},
+        "control_plane": str(cluster.bin_dir),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+        "nodes": a.nodes,
+        "kwok": a.kwok,
+        "bind_ceiling": ceiling.as_dict(),
+        "workloads": results,
+    }
+    out_path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    say("")
+    say(f"results: {out_path.relative_to(REPO) if out_path.is_relative_to(REPO) else out_path}")
+    for c in charts:
+        say(f"chart:   {c}")
+    say(f"throughput ratio (pyscheduler/kube-scheduler): {' '.join(summary)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""The benchmark's workloads, after kube-scheduler's scheduler_perf (test/integration/scheduler_perf).
+
+Design
+------
+A ``Workload`` is data: how many init pods to place before measuring (and from which template), how
+many pods that fit nowhere to create first (Unschedulable), and the measured pods' template. Templates
+are functions ``(name) -> pod dict``; the runner encodes them once with orjson and posts them with 30
+creators. Every pod is scheduler_perf's default pod: one pause container requesting (and limited to)
+100m CPU and 500Mi memory, ``terminationGracePeriodSeconds: 0`` so that deleting a bound pod is
+immediate without a kubelet (preemption victims, cleanup between runs).
+
+Nodes are shared by all workloads and both schedulers: 4 CPU, 32Gi, 110 pods, Ready, zone label
+round-robin over three zones, hostname label, and ``bench.pyscheduler.io/group`` a/b alternating (half
+the nodes are "a": the NodeAffinity target).
+
+Sizes scale with the node count N and measured-pod count P (quick: N=500, P=1000; --large: 5,000 /
+10,000), as in scheduler_perf's performance-config.yaml:
+
+=====================  ==========================  =====================================================
+workload               init pods                   measured pods
+=====================  ==========================  =====================================================
+SchedulingBasic        min(N, 1000) plain          P plain
+NodeAffinity           min(N, 1000) plain          P, required node affinity to group a (half the nodes)
+PodTopologySpread      min(N, 1000) plain          P, hard zone spread (maxSkew 1, DoNotSchedule)
+PodAntiAffinity        N/5, anti-affinity          4N/5, required anti-affinity on hostname
+                                                   (same label as the init pods: one per node in all)
+PreferredPodAffinity   min(N, 1000) labelled       P, preferred affinity (hostname) to that label
+Preemption             4N low priority, 900m CPU   N high priority, 3 CPU: each preempts 3 victims
+Unschedulable          N/2.5 pods needing 8 CPU    P plain
+                       (fit nowhere; not waited
+                       for, except PodScheduled=False)
+=====================  ==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEDULER_NAME = "py-scheduler"
+ZONES = ("zone-a", "zone-b", "zone-c")
+GROUP_LABEL = "bench.pyscheduler.io/group"
+WORKLOAD_LABEL = "bench.pyscheduler.io/workload"
+LOW_PRIORITY = "bench-low-priority"
+HIGH_PRIORITY = "bench-high-priority"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+PodTemplate = Callable[[str], dict[str, Any]]
+
+
+def node(name: str, index: int, cpu: str = "4", memory: str = "32Gi", pods: int = 110) -> dict[str, Any]:
+    """A Ready node with status set at creation (what LocalCluster.create_nodes posts), plus our labels."""
+    alloc = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "type": "kwok",
+                "topology.kubernetes.io/zone": ZONES[index % len(ZONES)],
+                GROUP_LABEL: "a" if index % 2 == 0 else "b",
+            },
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "spec": {},
+        "status": {
+            "allocatable": alloc,
+            "capacity": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "bench"}],
+            "phase": "Running",
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    cpu: str = "100m",
+    memory: str = "500Mi",
+    priority_class: str | None = None,
+    affinity: dict[str, Any] | None = None,
+    spread: list[dict[str, Any]] | None = None,
+    scheduler: str = SCHEDULER_NAME,
+) -> dict[str, Any]:
+    res = {"cpu": cpu, "memory": memory}
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": res, "limits": res}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if affinity:
+        spec["affinity"] = affinity
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+
+
+def _plain(name: str) -> dict[str, Any]:
+    return pod(name, labels={WORKLOAD_LABEL: "plain"})
+
+
+def _node_affinity(name: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": GROUP_LABEL, "operator": "In", "values": ["a"]}]}
+    return pod(name, labels={WORKLOAD_LABEL: "node-affinity"},
+               affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}})
+
+
+def _spread(name: str) -> dict[str, Any]:
+    sel = {"matchLabels": {WORKLOAD_LABEL: "spread"}}
+    return pod(name, labels={WORKLOAD_LABEL: "spread"},
+               spread=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}])
+
+
+def _anti(name: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {WORKLOAD_LABEL: "anti"}}, "topologyKey": "kubernetes.io/hostname"}
+    return pod(name, labels={WORKLOAD_LABEL: "anti"},
+               affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+
+
+def _pref_target(name: str) -> dict[str, Any]:
+    return pod(name, labels={WORKLOAD_LABEL: "preferred"})
+
+
+def _preferred(name: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {WORKLOAD_LABEL: "preferred"}}, "topologyKey": "kubernetes.io/hostname"}
+    return pod(name, labels={WORKLOAD_LABEL: "preferred"},
+               affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                   {"weight": 1, "podAffinityTerm": term}]}})
+
+
+def _low(name: str) -> dict[str, Any]:
+    return pod(name, labels={WORKLOAD_LABEL: "low"}, cpu="900m", priority_class=LOW_PRIORITY)
+
+
+def _high(name: str) -> dict[str, Any]:
+    return pod(name, labels={WORKLOAD_LABEL: "high"}, cpu="3", priority_class=HIGH_PRIORITY)
+
+
+def _too_big(name: str) -> dict[str, Any]:
+    return pod(name, labels={WORKLOAD_LABEL: "unschedulable"}, cpu="8")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    short: str  # for pod names (DNS-1123)
+    init_pods: int
+    init_template: PodTemplate
+    measured_pods: int
+    template: PodTemplate
+    unschedulable_pods: int = 0
+    unschedulable_template: PodTemplate = _too_big
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def workloads(nodes: int, pods: int) -> dict[str, Workload]:
+    """All workloads for ``nodes`` nodes and ``pods`` measured pods (see the module docstring)."""
+    init = min(nodes, 1000)
+    wls = [
+        Workload("SchedulingBasic", "basic", init, _plain, pods, _plain),
+        Workload("NodeAffinity", "nodeaff", init, _plain, pods, _node_affinity,
+                 notes="required node affinity to half the nodes"),
+        Workload("PodTopologySpread", "spread", init, _plain, pods, _spread,
+                 notes="hard zone spread, maxSkew 1, 3 zones"),
+        Workload("PodAntiAffinity", "anti", nodes // 5, _anti, nodes * 4 // 5, _anti,
+                 notes="required anti-affinity on hostname; init + measured = one pod per node"),
+        Workload("PreferredPodAffinity", "prefaff", init, _pref_target, pods, _preferred,
+                 notes="preferred pod affinity (hostname) to the init pods' label"),
+        Workload("Preemption", "preempt", nodes * 4, _low, nodes, _high,
+                 notes="init: 4 low-priority 900m pods per node; measured: 3-CPU high-priority pods"),
+        Workload("Unschedulable", "unsched", 0, _plain, pods, _plain, unschedulable_pods=int(nodes / 2.5),
+                 notes="pods needing 8 CPU (fit nowhere) created and tried first"),
+    ]
+    return {w.name: w for w in wls}
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": LOW_PRIORITY},
+         "value": 100, "preemptionPolicy": "PreemptLowerPriority", "description": "pyscheduler bench"},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": HIGH_PRIORITY},
+         "value": 1000, "preemptionPolicy": "PreemptLowerPriority", "description": "pyscheduler bench"},
+    ]
