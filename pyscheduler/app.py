@@ -20,6 +20,7 @@ the loop goes on.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -146,6 +147,11 @@ class App:
         for r in self.reflectors:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
                 raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
+        # The cache now holds the cluster's long-lived records: move them out of the collector's sight
+        # and collect less often (the scheduling cycle allocates many short-lived objects).
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
         self.synced.set()
         log.info(
             "caches synced",

@@ -415,7 +415,7 @@ class Scheduler:
                 self.metrics.attempt("scheduled", fwk.profile_name, elapsed)
                 first = qpi.initial_attempt_timestamp or start
                 self.metrics.pod_scheduled(fwk.profile_name, qpi.attempts, self.clock.now() - first)
-            log.info(
+            log.debug(  # kube-scheduler logs this at -v=2; info-level work per pod costs throughput
                 "scheduled",
                 pod=assumed.key,
                 node=result.node,

@@ -689,8 +689,14 @@ class SchedulingQueue:
             self._delete_nominated(pod.uid)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        if not self._nominated:  # the common case, read without the lock (a dict read is atomic)
+            return []
         with self._lock:
             return list(self._nominated.get(node_name, ()))
+
+    def has_nominated_pods(self) -> bool:
+        """Whether any pod is nominated anywhere: when not, Filter skips the nominated-pods pass."""
+        return bool(self._nominated)
 
     def nominated_node_name(self, uid: str) -> str | None:
         with self._lock:

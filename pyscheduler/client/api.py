@@ -511,6 +511,23 @@ class Api:
             data = orjson.dumps(body)
         if not retry or self.max_attempts == 1:
             return self._once(method, path, url, data, content_type, timeout)
+        # Almost every call succeeds at once: try it before paying for a tenacity retry loop.
+        try:
+            return self._once(method, path, url, data, content_type, timeout)
+        except ApiError as e:
+            if not is_retryable(e):
+                raise
+            first_error: ApiError | None = e
+        attempt = self._once
+
+        def replay_first_failure(*args: Any) -> tuple[int, Any]:
+            # tenacity sees the failure we already had as its attempt 1, then retries as usual.
+            nonlocal first_error
+            if first_error is not None:
+                err, first_error = first_error, None
+                raise err
+            return attempt(*args)
+
         retrying = Retrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=self._wait,
@@ -519,7 +536,7 @@ class Api:
             sleep=self._sleep,
             before_sleep=self._before_sleep,
         )
-        result: tuple[int, Any] = retrying(self._once, method, path, url, data, content_type, timeout)
+        result: tuple[int, Any] = retrying(replay_first_failure, method, path, url, data, content_type, timeout)
         return result
 
     # ------------------------------------------------------------------------------ list & watch

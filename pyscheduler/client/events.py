@@ -104,7 +104,8 @@ class EventRecorder:
         reporting_controller: str = "py-scheduler",
         reporting_instance: str | None = None,
         *,
-        queue_size: int = 1000,
+        queue_size: int = 10000,
+        workers: int = 4,
         clock: Clock | None = None,
     ) -> None:
         self.api = api
@@ -118,8 +119,13 @@ class EventRecorder:
         self.posted = 0
         self.dropped = 0
         self.failed = 0
-        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-        self._thread.start()
+        self._last_drop_warning = -1e18
+        self._threads = [
+            threading.Thread(target=self._run, name=f"event-recorder-{i}", daemon=True)
+            for i in range(max(1, workers))
+        ]
+        for t in self._threads:
+            t.start()
 
     def event(self, pod: Pod, type: str, reason: str, action: str, note: str) -> bool:
         """Queue an event about ``pod``; False if it was dropped (queue full or recorder stopped)."""
@@ -144,7 +150,12 @@ class EventRecorder:
             self._done()
             with self._cond:
                 self.dropped += 1
-            log.warning("event queue full, dropping event", pod=pod.key, reason=reason, dropped=self.dropped)
+                now = self.clock.now()
+                warn = now - self._last_drop_warning >= 10.0
+                if warn:
+                    self._last_drop_warning = now
+            if warn:  # at most one warning per 10 s; the count says how many were lost
+                log.warning("event queue full, dropping events", pod=pod.key, reason=reason, dropped=self.dropped)
             return False
         return True
 
@@ -165,9 +176,11 @@ class EventRecorder:
             return
         self.flush(timeout)
         self._stopped = True
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=1.0)
-        self._thread.join(timeout)
+        for _ in self._threads:
+            with contextlib.suppress(queue.Full):
+                self._queue.put(None, timeout=1.0)
+        for t in self._threads:
+            t.join(timeout)
 
     def _done(self, ok: bool | None = None) -> None:
         with self._cond:

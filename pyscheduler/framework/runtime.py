@@ -196,7 +196,7 @@ class FrameworkHandle:
         return self.waiting_pods.reject(uid, "", "removed")
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return self.nominator.nominated_pods_for_node(node_name) if self.nominator else []
+        return self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else []
 
     def _fw(self) -> Framework:
         assert self.framework is not None, "handle is not bound to a profile"

@@ -109,7 +109,7 @@ def test_recorder_posts_in_background_and_flushes() -> None:
 
 def test_recorder_never_blocks_and_drops_when_full() -> None:
     sink = SlowSink()  # gate closed: the poster is stuck on the first event
-    rec = EventRecorder(sink, queue_size=3, clock=FixedClock())
+    rec = EventRecorder(sink, queue_size=3, workers=1, clock=FixedClock())
     t = time.monotonic()
     results = [rec.event(POD, "Normal", "Scheduled", "Binding", f"n{i}") for i in range(10)]
     assert time.monotonic() - t < 0.5
