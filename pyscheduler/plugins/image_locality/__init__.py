@@ -104,6 +104,16 @@ class ImageLocality:
         # the node being scored has the image, so 0 means the snapshot does not track it
         return n if n > 0 else summary.num_nodes
 
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Skip when no node has any of the pod's images: every node would score 0 (below the
+        23 MB threshold), so skipping changes no total and saves a call per node."""
+        data = self._cycle_data(state, pod)
+        if self.handle is not None and not any(
+            self.handle.snapshot.num_nodes_with_image(image) for image in data.images
+        ):
+            return Status.skip()
+        return None
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         data = self._cycle_data(state, pod)
         image_states = node_info.image_states

@@ -132,6 +132,8 @@ class BalancedAllocation:
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None) -> None:
         self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
         self._resources = tuple((_kind(r.name), r.name) for r in self.args.resources)
+        # The default (cpu and memory) gets a direct path: Score runs per node per pod.
+        self._cpu_memory = [k for k, _ in self._resources] == [_CPU, _MEMORY]
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         req = pod.requests
@@ -165,6 +167,14 @@ class BalancedAllocation:
             if not any(reqs):
                 return 0, None
         alloc_r, used_r = node_info.allocatable, node_info.requested
+        if self._cpu_memory and alloc_r.milli_cpu and alloc_r.memory:
+            c0 = used_r.milli_cpu / alloc_r.milli_cpu
+            m0 = used_r.memory / alloc_r.memory
+            c1 = min((used_r.milli_cpu + reqs[0]) / alloc_r.milli_cpu, 1.0)
+            m1 = min((used_r.memory + reqs[1]) / alloc_r.memory, 1.0)
+            with_ = int((1 - math.fabs((c1 - m1) / 2)) * float(MAX_NODE_SCORE))
+            without = int((1 - math.fabs((min(c0, 1.0) - min(m0, 1.0)) / 2)) * float(MAX_NODE_SCORE))
+            return 50 + (50 + with_ - without) // 2, None
         with_pod: list[float] = []
         without_pod: list[float] = []
         for i, (kind, rname) in enumerate(self._resources):

@@ -42,7 +42,7 @@ from typing import Any
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import as_node, as_pod
-from pyscheduler.framework.interfaces import Handle, PreFilterResult
+from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
@@ -141,6 +141,11 @@ class Fit:
         # (kind, name, weight) per configured resource, in config order
         self._resources = tuple((resource_kind(r.name), r.name) for r in strategy.resources)
         self._scorer = build_scorer(strategy)
+        # The default strategy (LeastAllocated over cpu and memory, weight 1 each) gets a direct path:
+        # it is what almost every cluster runs, and Score runs per node per pod.
+        self._least_cpu_memory = strategy.type == "LeastAllocated" and [
+            (r.name, r.weight) for r in strategy.resources
+        ] == [("cpu", 1), ("memory", 1)]
 
     # ------------------------------------------------------------------------------ PreFilter
 
@@ -190,6 +195,15 @@ class Fit:
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
         pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
+        if self._least_cpu_memory:
+            na, nu = node_info.allocatable, node_info.non_zero_requested
+            cap, want = na.milli_cpu, nu.milli_cpu + pod_reqs[0]
+            cpu = (cap - want) * MAX_NODE_SCORE // cap if cap and want <= cap else 0
+            cap, want = na.memory, nu.memory + pod_reqs[1]
+            mem = (cap - want) * MAX_NODE_SCORE // cap if cap and want <= cap else 0
+            if not na.milli_cpu or not na.memory:  # a resource the node lacks is left out
+                return cpu + mem, None
+            return (cpu + mem) // 2, None
         n = len(self._resources)
         requested = [0] * n
         allocatable = [0] * n
