@@ -87,6 +87,10 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _ADDED_AFFINITY_KEYS = frozenset({REQUIRED, PREFERRED})
 
+# Statuses are immutable: one object serves every node Filter rejects.
+_REJECT_POD = Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+_REJECT_ENFORCED = Status.unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+
 
 # ------------------------------------------------------------------------------------------ args
 
@@ -274,14 +278,14 @@ class NodeAffinity:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node
         if node is None:
-            return Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+            return _REJECT_POD
         if self.added_required is not None and not terms_match(self.added_required, node):
-            return Status.unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+            return _REJECT_ENFORCED
         req = state.get(PRE_FILTER_STATE_KEY)
         if req is None:
             req = RequiredNodeAffinity.of(pod)  # PreFilter did not run
         if not req.matches(node):
-            return Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+            return _REJECT_POD
         return None
 
     # ----------------------------------------------------------------------------------- Score
