@@ -27,7 +27,7 @@ unit: install
 	$(BIN)/pytest -q -m "not cluster" $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check pyscheduler tests conftest.py
+	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples
 	$(BIN)/mypy
 
 # With KUBECONFIG: run the scheduler against that cluster. Without: start a local control plane with
