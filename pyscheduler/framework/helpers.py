@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, NodeScore
+from pyscheduler.framework.interfaces import NodeScore
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's int64 division: truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
-    """Scale scores in place to 0..max_priority by the highest score (integer division, as Go does);
-    ``reverse`` flips them (max_priority - score). All zero: every node gets max_priority if reversed,
-    else stays 0."""
+    """kube's DefaultNormalizeScore, in place: scale [0, max(scores)] to [0, max_priority] with Go's
+    integer division, then subtract from max_priority when ``reverse``. When every score is 0 (or less),
+    scores stay as they are, or all become max_priority if ``reverse``."""
     max_count = max((s.score for s in scores), default=0)
-    if max_count == 0:
+    if max_count <= 0:
         if reverse:
             for s in scores:
                 s.score = max_priority
         return
     for s in scores:
-        v = max_priority * s.score // max_count
+        v = go_div(max_priority * s.score, max_count)
         s.score = max_priority - v if reverse else v
-
-
-__all__ = ["MAX_NODE_SCORE", "default_normalize_score"]

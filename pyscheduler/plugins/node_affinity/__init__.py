@@ -53,6 +53,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_node,
 )
+from pyscheduler.framework.helpers import default_normalize_score
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
@@ -225,21 +226,6 @@ def _node_names_from_fields(raw_terms: Sequence[Any]) -> frozenset[str] | None:
 
 
 # ---------------------------------------------------------------------------------------- helpers
-
-
-def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScoreList) -> None:
-    """kube's helper.DefaultNormalizeScore (Go integer division truncates toward zero)."""
-    max_count = max((s.score for s in scores), default=0)
-    if max_count <= 0:
-        if reverse:
-            for s in scores:
-                s.score = max_priority
-        return
-    for s in scores:
-        a = max_priority * s.score
-        v = abs(a) // max_count
-        v = v if a >= 0 else -v
-        s.score = max_priority - v if reverse else v
 
 
 # ----------------------------------------------------------------------------------------- plugin

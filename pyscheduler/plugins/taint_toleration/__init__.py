@@ -38,6 +38,7 @@ from pyscheduler.framework.events import (
     as_node,
     as_pod,
 )
+from pyscheduler.framework.helpers import default_normalize_score
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -74,26 +75,6 @@ def count_intolerable_prefer_no_schedule(taints: Sequence[Taint], tolerations: S
         if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations):
             n += 1
     return n
-
-
-def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScoreList) -> None:
-    """kube's helper.DefaultNormalizeScore: scale [0, max(scores)] to [0, max_priority] (integer division,
-    scores assumed non-negative), then subtract from max_priority when ``reverse``."""
-    max_count = max((s.score for s in scores), default=0)
-    if max_count <= 0:
-        if reverse:
-            for s in scores:
-                s.score = max_priority
-        return
-    for s in scores:
-        v = _go_div(max_priority * s.score, max_count)
-        s.score = max_priority - v if reverse else v
-
-
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, as Go's int64 division does."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 class TaintToleration:

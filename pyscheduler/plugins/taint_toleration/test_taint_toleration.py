@@ -3,6 +3,7 @@ from typing import Any, cast
 import pytest
 
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
+from pyscheduler.framework.helpers import default_normalize_score
 from pyscheduler.framework.interfaces import Handle, NodeScore
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Taint, Toleration
@@ -12,7 +13,6 @@ from pyscheduler.plugins.taint_toleration import (
     PLUGIN,
     PRE_SCORE_STATE_KEY,
     TaintToleration,
-    default_normalize_score,
     untolerated_taint,
 )
 from pyscheduler.testing.builders import (
