@@ -112,6 +112,7 @@ class App:
     recorder: Any
     writer: Any
     clock: Clock
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     reflectors: list[Any] = field(default_factory=list)
     threads: list[threading.Thread] = field(default_factory=list)
     stop_event: threading.Event = field(default_factory=threading.Event)
@@ -271,12 +272,8 @@ class _PodHandler:
     def on_delete(self, pod: Pod) -> None:
         a = self.app
         a.malformed.pop(pod.uid, None)
-        wp = (
-            a.scheduler.profiles
-            and a.profiles
-            and next(iter(a.profiles.values())).handle.waiting_pods.get(pod.uid)
-        )
-        if wp:
+        wp = a.waiting_pods.get(pod.uid)
+        if wp is not None:
             wp.reject("", "pod deleted")
         if pod.node_name:
             a.cache.remove_pod(pod)
@@ -458,4 +455,5 @@ def build_app(
         recorder=recorder,
         writer=writer,
         clock=clock,
+        waiting_pods=waiting,
     )

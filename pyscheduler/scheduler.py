@@ -290,7 +290,7 @@ class Scheduler:
             return out
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
-        check_nominated = self.queue is not None and getattr(self.queue, "has_nominated_pods", lambda: True)()
+        check_nominated = self.queue is not None and self.queue.has_nominated_pods()
         run = fwk.run_filter_plugins_with_nominated_pods if check_nominated else fwk.run_filter_plugins
         processed = 0
         for i in range(n):

@@ -17,6 +17,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar, get_type_hints
 
 
@@ -140,3 +141,21 @@ def encode_args(obj: Any) -> dict[str, Any]:
             v = [encode_args(x) if dataclasses.is_dataclass(x) and not isinstance(x, type) else x for x in v]
         out[camel(f.name)] = v
     return out
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A resource a scoring plugin looks at and its weight (kube's config.ResourceSpec; 0 or unset
+    means 1). Shared by NodeResourcesFit's scoring strategy and NodeResourcesBalancedAllocation."""
+
+    name: str = ""
+    weight: int = 0
+
+    def __post_init__(self) -> None:
+        if self.weight == 0:
+            object.__setattr__(self, "weight", 1)
+
+
+def default_resources() -> tuple[ResourceSpec, ...]:
+    """cpu and memory, weight 1 each: both plugins' default."""
+    return (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))

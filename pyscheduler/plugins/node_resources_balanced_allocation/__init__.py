@@ -33,6 +33,8 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle
 from pyscheduler.framework.plugin_args import ArgsError
+from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
+from pyscheduler.framework.plugin_args import default_resources as default_resources
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, Pod
@@ -42,20 +44,6 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
 
 # --------------------------------------------------------------------------------------------- args
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    name: str = ""
-    weight: int = 0
-
-    def __post_init__(self) -> None:
-        if self.weight == 0:
-            object.__setattr__(self, "weight", 1)
-
-
-def default_resources() -> tuple[ResourceSpec, ...]:
-    return (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 
 @dataclass(frozen=True)

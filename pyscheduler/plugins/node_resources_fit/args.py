@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.framework.types import CPU, MEMORY
+from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
+from pyscheduler.framework.plugin_args import default_resources as default_resources
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -37,22 +38,6 @@ SUPPORTED_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_R
 # config.MaxCustomPriorityScore: shape scores are 0-10 and scaled by MAX_NODE_SCORE / 10.
 MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    """A resource the scoring strategy looks at, and its weight (0 or unset means 1)."""
-
-    name: str = ""
-    weight: int = 0
-
-    def __post_init__(self) -> None:
-        if self.weight == 0:
-            object.__setattr__(self, "weight", 1)
-
-
-def default_resources() -> tuple[ResourceSpec, ...]:
-    return (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 
 @dataclass(frozen=True)
