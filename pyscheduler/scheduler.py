@@ -23,7 +23,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +33,7 @@ import structlog
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
+from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.runtime import FitError, Framework
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
@@ -290,29 +291,52 @@ class Scheduler:
             return out
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
-        check_nominated = self.queue is not None and self.queue.has_nominated_pods()
-        run = fwk.run_filter_plugins_with_nominated_pods if check_nominated else fwk.run_filter_plugins
+        if self.queue is not None and self.queue.has_nominated_pods():
+            # per node: a node with nominated pods is checked with and without them
+            run = fwk.run_filter_plugins_with_nominated_pods
+            checked = (([ni], [run(state, pod, ni)]) for ni in (nodes[(start + i) % n] for i in range(n)))
+        else:
+            checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find)
         processed = 0
-        for i in range(n):
-            ni = nodes[(start + i) % n]
-            processed += 1
-            s = run(state, pod, ni)
-            if s is None or s.code == Code.SUCCESS:
-                feasible.append(ni)
-                if len(feasible) >= to_find:
-                    break
-            elif s.code == Code.ERROR:
-                raise RuntimeError(s.message())
-            else:
-                statuses[ni.name] = s
-                if s.plugin:
-                    if s.code == Code.PENDING:
-                        diagnosis.pending_plugins.add(s.plugin)
-                    else:
-                        diagnosis.unschedulable_plugins.add(s.plugin)
+        for chunk, results in checked:
+            for ni, s in zip(chunk, results, strict=True):
+                processed += 1
+                if s is None or s.code == Code.SUCCESS:
+                    feasible.append(ni)
+                elif s.code == Code.ERROR:
+                    raise RuntimeError(s.message())
+                else:
+                    statuses[ni.name] = s
+                    if s.plugin:
+                        if s.code == Code.PENDING:
+                            diagnosis.pending_plugins.add(s.plugin)
+                        else:
+                            diagnosis.unschedulable_plugins.add(s.plugin)
+            if len(feasible) >= to_find:
+                break
         self.next_start_node_index = (start + processed) % n
         return feasible
 
+    def _filter_in_chunks(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], start: int, to_find: int
+    ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]:
+        """Filter the nodes from ``start`` on (wrapping), as many at a time as feasible nodes are still
+        wanted: node by node, kube stops at the ``to_find``-th feasible node; a chunk of exactly the
+        number still wanted can never pass that point, so the nodes checked are the same."""
+        n = len(nodes)
+        table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
+        done = found = 0
+        while done < n and found < to_find:
+            size = min(to_find - found, n - done)
+            first = start + done
+            if first + size <= n:
+                chunk = NodeBatch(nodes[first:first + size], table)
+            else:
+                chunk = NodeBatch([nodes[(first + i) % n] for i in range(size)], table)
+            results = fwk.run_filter_plugins_batch(state, pod, chunk)
+            done += size
+            found += sum(1 for s in results if s is None or s.code == Code.SUCCESS)
+            yield chunk, results
     def _filter_with_extenders(
         self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis
     ) -> list[NodeInfo]:

@@ -69,7 +69,8 @@ __all__ = ["Cache", "CacheDump", "CacheError"]
 
 log = logging.getLogger(__name__)
 
-_NODE_INFO_SLOTS: tuple[str, ...] = tuple(NodeInfo.__slots__)
+# every slot but `row`, which is the snapshot's own (its NodeTable row)
+_NODE_INFO_SLOTS: tuple[str, ...] = tuple(s for s in NodeInfo.__slots__ if s != "row")
 # Keep the image-change log from growing with images no node has any more.
 _IMAGE_LOG_SLACK = 1024
 
@@ -392,6 +393,7 @@ class Cache:
         m = snap._node_info_map
         update_all = snap._tree_generation != self._tree.generation
         update_affinity = False
+        changed: list[NodeInfo] = []
         snap_gen = snap.generation
         nodes = self._nodes
         for name in reversed(nodes):
@@ -413,6 +415,7 @@ class Cache:
                 update_affinity = True
             for slot in _NODE_INFO_SLOTS:  # in place: the lists keep pointing at `existing`
                 setattr(existing, slot, getattr(clone, slot))
+            changed.append(existing)
         if nodes:
             snap.generation = max(snap.generation, nodes[next(reversed(nodes))].generation)
 
@@ -425,8 +428,10 @@ class Cache:
         if update_all:
             snap._rebuild_lists(self._tree.list())
             snap._tree_generation = self._tree.generation
-        elif update_affinity:
-            snap._rebuild_lists()
+        else:
+            if update_affinity:
+                snap._rebuild_lists()
+            snap._table.update(changed)
 
         return len(snap._node_info_list) == self._tree.num_nodes
 

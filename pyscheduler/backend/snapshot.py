@@ -57,6 +57,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 
+from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.types import ImageStateSummary, Node, NodeInfo, Pod
 
 __all__ = ["NodeTree", "Snapshot", "zone_key"]
@@ -154,6 +155,7 @@ class Snapshot:
         "_image_summaries",
         "_node_info_list",
         "_node_info_map",
+        "_table",
         "_tree_generation",
         "generation",
     )
@@ -172,6 +174,7 @@ class Snapshot:
         self._image_epoch = -1
         self._tree_generation = -1
         self._cache_token: object | None = None  # the cache that last refreshed this snapshot
+        self._table = NodeTable()  # node_info_list as NumPy columns, for batch Filter/Score
 
     # ------------------------------------------------------------------------ construction
 
@@ -216,6 +219,7 @@ class Snapshot:
         if order is not None:
             m = self._node_info_map
             self._node_info_list = [m[name] for name in order if name in m]
+            self._table.rebuild(self._node_info_list)
         nodes = self._node_info_list
         self._have_affinity = [ni for ni in nodes if ni.pods_with_affinity]
         self._have_required_anti_affinity = [ni for ni in nodes if ni.pods_with_required_anti_affinity]
@@ -224,6 +228,7 @@ class Snapshot:
         """Forget everything (the next refresh rebuilds from scratch)."""
         self._node_info_map = {}
         self._node_info_list = []
+        self._table = NodeTable()
         self._have_affinity = []
         self._have_required_anti_affinity = []
         self._image_counts = {}
@@ -265,3 +270,7 @@ class Snapshot:
     def list(self) -> Sequence[NodeInfo]:
         """Every node with its pods (assumed ones included), in NodeTree order."""
         return self._node_info_list
+
+    def node_table(self) -> NodeTable:
+        """The same nodes as NumPy columns, row i = list()[i] (see framework.node_table)."""
+        return self._table

@@ -132,6 +132,17 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """Optional: Filter many nodes in one call (see framework.node_table). Must return, for each node
+    of ``nodes`` in order, exactly what ``filter`` returns for it; ``nodes`` may be a NodeBatch whose
+    rows index the snapshot's NodeTable (``framework.node_table.batch_rows``)."""
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]: ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, filtered_node_status: Mapping[str, Status]
@@ -152,6 +163,16 @@ class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]: ...
 
     def score_extensions(self) -> ScoreExtensions | None: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """Optional: Score many nodes in one call. Returns the score of each node of ``nodes`` in order
+    (before NormalizeScore), exactly what ``score`` gives for it, or a non-success Status."""
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[Sequence[int], Status | None]: ...
 
 
 @runtime_checkable

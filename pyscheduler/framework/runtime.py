@@ -55,6 +55,7 @@ from pyscheduler.framework.interfaces import (
     ScorePlugin,
     SnapshotLister,
 )
+from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
@@ -278,6 +279,8 @@ class Framework:
         self.bind_plugins: list[BindPlugin] = at("bind")
         self.post_bind_plugins: list[PostBindPlugin] = at("postBind")
         self.weights = {p.name: config.weights.get(p.name, 1) for p in self.score_plugins}
+        # (plugin, its filter_nodes or None): batch Filter where the plugin offers it
+        self._filter_batch = [(p, getattr(p, "filter_nodes", None)) for p in self.filter_plugins]
 
     # ---------------------------------------------------------------------------------- metrics
     def _observe(self, point: str, status: Status | None, start: float) -> None:
@@ -366,6 +369,47 @@ class Framework:
             if s is not None and s.code != Code.SUCCESS:
                 return s if s.plugin == p.name else s.with_plugin(p.name)
         return None
+
+    def run_filter_plugins_batch(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> list[Status | None]:
+        """``run_filter_plugins`` for every node of ``nodes``, plugin by plugin: each plugin sees only the
+        nodes every earlier plugin passed, so a node's status is that of the first plugin that rejects
+        it, as node by node. Plugins with ``filter_nodes`` answer for all of them in one call. An Error
+        status ends the pass (the cycle fails on it); nodes not reached are left None."""
+        out: list[Status | None] = [None] * len(nodes)
+        live = list(range(len(nodes)))
+        sub: Sequence[NodeInfo] = nodes
+        skip = state.skip_filter_plugins
+        for p, batch in self._filter_batch:
+            if skip and p.name in skip:
+                continue
+            name = p.name
+            try:
+                if batch is not None:
+                    results = batch(state, pod, sub)
+                else:
+                    f = p.filter
+                    results = [f(state, pod, ni) for ni in sub]
+            except Exception as e:
+                err = _err(name, "Filter", e)
+                for i in live:
+                    out[i] = err
+                return out
+            kept: list[int] = []
+            for i, s in zip(live, results, strict=True):
+                if s is None or s.code == Code.SUCCESS:
+                    kept.append(i)
+                    continue
+                out[i] = s if s.plugin == name else s.with_plugin(name)
+                if s.code == Code.ERROR:
+                    return out
+            if len(kept) != len(live):
+                live = kept
+                if not live:
+                    break
+                sub = _subset(nodes, live)
+        return out
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
@@ -523,7 +567,19 @@ class Framework:
     def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
         score = p.score
         ext = p.score_extensions()
-        if ext is None:
+        batch = getattr(p, "score_nodes", None)
+        if batch is not None:
+            raw, s = batch(state, pod, nodes)
+            if s is not None and s.code != Code.SUCCESS:
+                raise _ScoreFailure(s.with_plugin(p.name))
+            values = [int(v) for v in raw] if not isinstance(raw, list) else raw
+            if ext is not None:
+                node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values, strict=True)]
+                s = ext.normalize_score(state, pod, node_scores)
+                if s is not None and not s.is_success():
+                    raise _ScoreFailure(s.with_plugin(p.name))
+                values = [ns.score for ns in node_scores]
+        elif ext is None:
             values = []
             for ni in nodes:
                 v, s = score(state, pod, ni)
@@ -670,6 +726,13 @@ class Framework:
         return {
             ep: list(self.config.points.get(ep, ())) for ep in EXTENSION_POINTS if self.config.points.get(ep)
         }
+
+
+def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:
+    """nodes[i] for i in idx, still a NodeBatch (rows carried over) when ``nodes`` is one."""
+    if isinstance(nodes, NodeBatch):
+        return nodes.subset(idx)
+    return [nodes[i] for i in idx]
 
 
 def _go_list(items: Sequence[str]) -> str:

@@ -613,6 +613,7 @@ class NodeInfo:
         "pods_with_required_anti_affinity",
         "pvc_ref_counts",
         "requested",
+        "row",
         "used_ports",
     )
 
@@ -628,6 +629,7 @@ class NodeInfo:
         self.image_states: dict[str, ImageStateSummary] = {}
         self.pvc_ref_counts: dict[str, int] = {}
         self.generation = next_generation()
+        self.row = -1  # this node's row in its snapshot's NodeTable (framework.node_table); -1: none
         if node is not None:
             self.set_node(node)
         for p in pods:
@@ -708,6 +710,7 @@ class NodeInfo:
         c.image_states = dict(self.image_states)
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.generation = self.generation
+        c.row = self.row
         return c
 
     def __repr__(self) -> str:
