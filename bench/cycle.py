@@ -122,9 +122,13 @@ def run_once(workload: wl.Workload, nodes: int, profile: cProfile.Profile | None
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.cycle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=500)
-    ap.add_argument("--pods", type=int, default=None, help="measured pods (default: 2 x nodes, at most 10,000)")
-    ap.add_argument("--workloads", default="SchedulingBasic,NodeAffinity,PodTopologySpread,PodAntiAffinity,"
-                    "PreferredPodAffinity")
+    ap.add_argument(
+        "--pods", type=int, default=None, help="measured pods (default: 2 x nodes, at most 10,000)"
+    )
+    ap.add_argument(
+        "--workloads",
+        default="SchedulingBasic,NodeAffinity,PodTopologySpread,PodAntiAffinity,PreferredPodAffinity",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of the measured part of the last run")
     args = ap.parse_args(argv)
@@ -145,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(elapsed / max(1, w.measured_pods) * 1000)
             parse.append(p / max(1, w.measured_pods) * 1e6)
         med = statistics.median(runs)
-        print(f"{name:<22}{med:>9.3f}{1000 / med:>9.0f}{statistics.median(parse):>14.1f}   "
-              + " ".join(f"{x:.3f}" for x in runs), flush=True)
+        print(
+            f"{name:<22}{med:>9.3f}{1000 / med:>9.0f}{statistics.median(parse):>14.1f}   "
+            + " ".join(f"{x:.3f}" for x in runs),
+            flush=True,
+        )
         if prof is not None:
             prof.dump_stats(f"{args.profile}.{name}")
     return 0

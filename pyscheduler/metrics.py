@@ -8,6 +8,7 @@ Per-plugin timings are sampled (10% of cycles, as kube-scheduler does) to keep t
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -23,6 +24,7 @@ class SchedulerMetrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.plugin_sample_rate = plugin_sample_rate
+        self._ep_children: dict[tuple[str, Code, str], Any] = {}
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
@@ -114,7 +116,13 @@ class SchedulerMetrics:
 
     # runtime observer
     def extension_point(self, extension_point: str, status: Code, profile: str, seconds: float) -> None:
-        self.extension_point_duration.labels(extension_point, str(status), profile).observe(seconds)
+        key = (extension_point, status, profile)
+        child = self._ep_children.get(key)
+        if child is None:  # labels() costs a lock and a tuple build: look each series up once
+            child = self._ep_children[key] = self.extension_point_duration.labels(
+                extension_point, str(status), profile
+            )
+        child.observe(seconds)
 
     def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None:
         if random.random() < self.plugin_sample_rate:

@@ -229,8 +229,8 @@ class Scheduler:
             raise FitError(pod, len(all_nodes), diagnosis)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
-        scores = self.prioritize_nodes(fwk, state, pod, feasible)
-        host = self.select_host(scores)
+        totals = self._prioritize_totals(fwk, state, pod, feasible)
+        host = feasible[self._select_index(totals)].name
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
     def find_nodes_that_fit(
@@ -291,6 +291,7 @@ class Scheduler:
             return out
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
+        checked: Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]
         if self.queue is not None and self.queue.has_nominated_pods():
             # per node: a node with nominated pods is checked with and without them
             run = fwk.run_filter_plugins_with_nominated_pods
@@ -330,13 +331,14 @@ class Scheduler:
             size = min(to_find - found, n - done)
             first = start + done
             if first + size <= n:
-                chunk = NodeBatch(nodes[first:first + size], table)
+                chunk = NodeBatch(nodes[first : first + size], table)
             else:
                 chunk = NodeBatch([nodes[(first + i) % n] for i in range(size)], table)
             results = fwk.run_filter_plugins_batch(state, pod, chunk)
             done += size
             found += sum(1 for s in results if s is None or s.code == Code.SUCCESS)
             yield chunk, results
+
     def _filter_with_extenders(
         self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis
     ) -> list[NodeInfo]:
@@ -365,8 +367,15 @@ class Scheduler:
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> list[NodeScore]:
+        """Every node's total score: weighted plugin scores plus extenders' (kube's prioritizeNodes)."""
+        totals = self._prioritize_totals(fwk, state, pod, nodes)
+        return [NodeScore(n.name, t) for n, t in zip(nodes, totals, strict=True)]
+
+    def _prioritize_totals(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> list[int]:
         if not fwk.has_score_plugins() and not self.extenders:
-            return [NodeScore(n.name, 1) for n in nodes]
+            return [1] * len(nodes)
         s = fwk.run_pre_score_plugins(state, pod, nodes)
         if s is not None and not s.is_success():
             raise RuntimeError(s.message())
@@ -374,7 +383,7 @@ class Scheduler:
         if s is not None and not s.is_success():
             raise RuntimeError(s.message())
         if not self.extenders:
-            return [NodeScore(n.name, t) for n, t in zip(nodes, node_totals, strict=True)]
+            return node_totals
         totals = {n.name: t for n, t in zip(nodes, node_totals, strict=True)}
         for ext in self.extenders:
             if not ext.is_interested(pod):
@@ -390,22 +399,18 @@ class Scheduler:
             for name, v in ext_scores.items():
                 if name in totals:
                     totals[name] += v * weight * 10
-        return [NodeScore(n.name, totals.get(n.name, 0)) for n in nodes]
+        return [totals.get(n.name, 0) for n in nodes]
 
     def select_host(self, scores: list[NodeScore]) -> str:
-        """Highest score; ties broken uniformly at random (reservoir sampling, as kube does)."""
-        if not scores:
+        """Highest score; ties broken uniformly at random, as kube does."""
+        return scores[self._select_index([ns.score for ns in scores])].name
+
+    def _select_index(self, totals: Sequence[int]) -> int:
+        if not totals:
             raise RuntimeError("empty priority list")
-        best = scores[0]
-        count = 1
-        for ns in scores[1:]:
-            if ns.score > best.score:
-                best, count = ns, 1
-            elif ns.score == best.score:
-                count += 1
-                if self.rng.randrange(count) == 0:
-                    best = ns
-        return best.name
+        best = max(totals)
+        ties = [i for i, v in enumerate(totals) if v == best]
+        return ties[0] if len(ties) == 1 else ties[self.rng.randrange(len(ties))]
 
     # ------------------------------------------------------------------------------------ binding
     def _binding_cycle(

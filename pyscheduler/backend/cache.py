@@ -243,7 +243,10 @@ class Cache:
             if pod.node_name and pod.node_name != st.node_name:
                 log.warning(
                     "forget_pod: pod %s was assumed on %s, not %s; forgetting it from %s",
-                    pod.key, st.node_name, pod.node_name, st.node_name,
+                    pod.key,
+                    st.node_name,
+                    pod.node_name,
+                    st.node_name,
                 )
             self._remove_pod(st)
             return True
@@ -380,7 +383,8 @@ class Cache:
                 # should not happen: recover by rebuilding from scratch
                 log.error(
                     "snapshot inconsistent: %d listed, %d nodes in the tree; rebuilding",
-                    len(snapshot._node_info_list), self._tree.num_nodes,
+                    len(snapshot._node_info_list),
+                    self._tree.num_nodes,
                 )
                 snapshot._reset()
                 snapshot._cache_token = self._token

@@ -4,7 +4,7 @@ nodes in one call.
 Design
 ------
 A scheduling cycle calls each Filter plugin once per node and each Score plugin once per feasible node.
-At 500–5,000 nodes the per-call cost of Python dominates: kube-scheduler spreads the same work over 16
+At 500 to 5,000 nodes the per-call cost of Python dominates: kube-scheduler spreads the same work over 16
 goroutines, we cannot. So the snapshot also keeps, row by row in ``list()`` order, the numbers the
 default plugins read most (allocatable, requested, non-zero requested, pod count, unschedulable), and
 the runtime hands plugins that implement ``filter_nodes`` / ``score_nodes`` the whole candidate list at

@@ -537,10 +537,12 @@ class Framework:
         per_plugin, st = self._score(state, pod, nodes)
         if st is not None:
             return [], st
-        totals = [0] * len(nodes)
-        for scores in per_plugin.values():
-            totals = [a + b for a, b in zip(totals, scores, strict=True)]
-        return totals, None
+        columns = list(per_plugin.values())
+        if not columns:
+            return [0] * len(nodes), None
+        if len(columns) == 1:
+            return list(columns[0]), None
+        return [sum(t) for t in zip(*columns, strict=True)], None
 
     def _score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
