@@ -36,7 +36,7 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the entry for 1
 def parse_quantity(value: str | int | float) -> Fraction:
     """Parse a quantity into an exact fraction of base units."""
     if isinstance(value, bool):
@@ -57,11 +57,13 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * _SUFFIX[m.group(3) or ""]
 
 
+@lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the entry for 1
 def milli_value(value: str | int | float) -> int:
     """The quantity in thousandths, rounded up (CPU millicores)."""
     return math.ceil(parse_quantity(value) * 1000)
 
 
+@lru_cache(maxsize=4096, typed=True)  # typed: True must not hit the entry for 1
 def int_value(value: str | int | float) -> int:
     """The quantity in base units, rounded up (bytes, counts)."""
     return math.ceil(parse_quantity(value))

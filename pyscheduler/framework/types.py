@@ -19,6 +19,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from pyscheduler.framework.quantity import QuantityError, int_value, milli_value
@@ -49,6 +51,9 @@ class MalformedObject(ValueError):
 
 # --------------------------------------------------------------------------------------------- Resource
 
+_RESOURCE_LISTS: dict[tuple[tuple[str, Any], ...], Resource] = {}
+_RESOURCE_LISTS_MAX = 4096
+
 
 class Resource:
     """An amount of compute resources: CPU in millicores, memory and storage in bytes, plus pods and
@@ -73,9 +78,24 @@ class Resource:
     @classmethod
     def from_list(cls, resources: Mapping[str, Any] | None) -> Resource:
         """Parse a ResourceList (``{"cpu": "100m", "memory": "1Gi", "pods": "110"}``)."""
-        r = cls()
         if not resources:
-            return r
+            return cls()
+        # Pods from one template repeat the same lists: parse each distinct one once.
+        key = tuple(resources.items())
+        if not all(type(v) is str for _, v in key):  # numbers (True == 1) or malformed: no caching
+            return cls._parse_list(resources)
+        cached = _RESOURCE_LISTS.get(key)
+        if cached is not None:
+            return cached.clone()
+        r = cls._parse_list(resources)
+        if len(_RESOURCE_LISTS) >= _RESOURCE_LISTS_MAX:
+            _RESOURCE_LISTS.clear()
+        _RESOURCE_LISTS[key] = r.clone()
+        return r
+
+    @classmethod
+    def _parse_list(cls, resources: Mapping[str, Any]) -> Resource:
+        r = cls()
         for name, qty in resources.items():
             try:
                 if name == CPU:
@@ -403,8 +423,12 @@ def parse_time(value: str | None) -> float:
     """RFC 3339 timestamp (as the API writes it) to epoch seconds; 0 when absent."""
     if not value:
         return 0.0
-    from datetime import datetime
+    return _parse_time(value)
 
+
+@lru_cache(maxsize=1024)
+def _parse_time(value: str) -> float:
+    # pods created in the same second share a timestamp string
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
@@ -412,6 +436,9 @@ def _pod_requests(pod: Pod) -> tuple[Resource, Resource]:
     """The pod's effective requests, as kube's resourcehelper.PodRequests computes them:
     max(sum(containers) + sum(sidecars), max over init containers of (init + sidecars started before
     it)) + overhead; plus the same with scoring's non-zero defaults for cpu and memory."""
+    if len(pod.containers) == 1 and not pod.init_containers and pod.overhead is None:
+        only = pod.containers[0].requests  # the common case, without the init-container bookkeeping
+        return only.clone(), _non_zero(only)
     req = Resource()
     nz = Resource()
     for c in pod.containers:
