@@ -306,8 +306,13 @@ class _NodeHandler:
         self.app.move(ClusterEvent(Resource.NODE, Action.ADD, "NodeAdd"), None, node)
 
     def on_update(self, old: Node, new: Node) -> None:
-        self.app.cache.update_node(old, new)
         action = _node_action(old, new)
+        if not action and old.uid == new.uid:
+            # A heartbeat (conditions' times, resourceVersion): nothing a plugin reads changed. Keeping
+            # the cached Node spares re-cloning its NodeInfo into the snapshot and keeps per-node caches
+            # (NodeTable.node_epoch) valid; KWOK sends one per node every ~20 s.
+            return
+        self.app.cache.update_node(old, new)
         if action:
             self.app.move(ClusterEvent(Resource.NODE, action, "NodeUpdate"), old, new)
 
@@ -352,7 +357,10 @@ def build_frameworks(
 ) -> dict[str, Framework]:
     frameworks: dict[str, Framework] = {}
     extender_ignored = tuple(
-        r.name for e in getattr(config, "extenders", ()) for r in e.managed_resources if r.ignored_by_scheduler
+        r.name
+        for e in getattr(config, "extenders", ())
+        for r in e.managed_resources
+        if r.ignored_by_scheduler
     )
     for profile in config.profiles:
         names = list(profile.plugins.instantiated)

@@ -3,6 +3,7 @@ and what a pod the scheduler cannot interpret gets. No network: recorder and wri
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -89,3 +90,26 @@ def test_a_malformed_pod_of_ours_gets_failed_scheduling_once_and_the_loop_goes_o
     other = dict(obj, spec={**obj["spec"], "schedulerName": "someone-else"})
     app._on_malformed_pod(other, e.value)
     assert len(rec.events) == 1
+
+
+def test_a_node_heartbeat_leaves_the_cache_alone_but_a_label_change_reaches_the_snapshot(app: App) -> None:
+    h = _NodeHandler(app)
+    n1 = make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).label("zone", "a").obj()
+    h.on_add(n1)
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    info = app.scheduler.snapshot.get("n1")
+    assert info is not None
+    generation, epoch = info.generation, app.scheduler.snapshot.node_table().node_epoch
+
+    heartbeat = dataclasses.replace(n1, resource_version="99")  # only conditions' times moved
+    h.on_update(n1, heartbeat)
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    assert info.generation == generation
+    assert app.scheduler.snapshot.node_table().node_epoch == epoch
+
+    relabelled = dataclasses.replace(heartbeat, labels={"zone": "b"}, resource_version="100")
+    h.on_update(heartbeat, relabelled)
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    assert info.generation > generation
+    assert info.node is not None and info.node.labels == {"zone": "b"}
+    assert app.scheduler.snapshot.node_table().node_epoch > epoch
