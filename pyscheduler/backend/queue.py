@@ -235,8 +235,9 @@ class _Event:
 
     __slots__ = ("event", "new", "old", "self_update", "target")
 
-    def __init__(self, event: ClusterEvent, old: Any, new: Any, target: str | None = None,
-                 self_update: bool = False) -> None:
+    def __init__(
+        self, event: ClusterEvent, old: Any, new: Any, target: str | None = None, self_update: bool = False
+    ) -> None:
         self.event = event
         self.old = old
         self.new = new
@@ -964,8 +965,24 @@ class SchedulingQueue:
         """kube's movePodsToActiveOrBackoffQueue."""
         label = event_label(event)
         activated = False
+        # Plugins with a registration this event matches: a pod rejected only by others stays put
+        # (what _worth_requeuing would say) without running its hints. Thousands of pods parked by
+        # NodeResourcesFit must not cost a loop over hints on every pod bound elsewhere.
+        wildcard = _is_wildcard(event)
+        interested = (
+            set()
+            if wildcard
+            else {p for p, regs in self._events_map.items() if any(event.matches(r.event) for r in regs)}
+        )
         for qpi in pods:
             if qpi.gated and not self._gate_allows(qpi, event):
+                continue
+            if (
+                not wildcard
+                and (qpi.unschedulable_plugins or qpi.pending_plugins)
+                and interested.isdisjoint(qpi.unschedulable_plugins)
+                and interested.isdisjoint(qpi.pending_plugins)
+            ):
                 continue
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy == _Strategy.SKIP:
