@@ -291,13 +291,10 @@ class Scheduler:
             return out
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
-        checked: Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]
+        nominated: frozenset[str] = frozenset()
         if self.queue is not None and self.queue.has_nominated_pods():
-            # per node: a node with nominated pods is checked with and without them
-            run = fwk.run_filter_plugins_with_nominated_pods
-            checked = (([ni], [run(state, pod, ni)]) for ni in (nodes[(start + i) % n] for i in range(n)))
-        else:
-            checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find)
+            nominated = self.queue.nominated_node_names()
+        checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find, nominated)
         processed = 0
         for chunk, results in checked:
             for ni, s in zip(chunk, results, strict=True):
@@ -319,11 +316,19 @@ class Scheduler:
         return feasible
 
     def _filter_in_chunks(
-        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], start: int, to_find: int
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        start: int,
+        to_find: int,
+        nominated: frozenset[str] = frozenset(),
     ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]:
         """Filter the nodes from ``start`` on (wrapping), as many at a time as feasible nodes are still
         wanted: node by node, kube stops at the ``to_find``-th feasible node; a chunk of exactly the
-        number still wanted can never pass that point, so the nodes checked are the same."""
+        number still wanted can never pass that point, so the nodes checked are the same. Nodes in
+        ``nominated`` (some pod is nominated there) go node by node through the nominated-pods pass."""
         n = len(nodes)
         table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
         done = found = 0
@@ -334,10 +339,29 @@ class Scheduler:
                 chunk = NodeBatch(nodes[first : first + size], table)
             else:
                 chunk = NodeBatch([nodes[(first + i) % n] for i in range(size)], table)
-            results = fwk.run_filter_plugins_batch(state, pod, chunk)
+            if nominated and any(ni.name in nominated for ni in chunk):
+                results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
+            else:
+                results = fwk.run_filter_plugins_batch(state, pod, chunk)
             done += size
             found += sum(1 for s in results if s is None or s.code == Code.SUCCESS)
             yield chunk, results
+
+    def _filter_with_nominated(
+        self, fwk: Framework, state: CycleState, pod: Pod, chunk: NodeBatch, nominated: frozenset[str]
+    ) -> list[Status | None]:
+        results: list[Status | None] = [None] * len(chunk)
+        plain = [i for i, ni in enumerate(chunk) if ni.name not in nominated]
+        if plain:
+            for i, s in zip(
+                plain, fwk.run_filter_plugins_batch(state, pod, chunk.subset(plain)), strict=True
+            ):
+                results[i] = s
+        run = fwk.run_filter_plugins_with_nominated_pods
+        for i, ni in enumerate(chunk):
+            if ni.name in nominated:
+                results[i] = run(state, pod, ni)
+        return results
 
     def _filter_with_extenders(
         self, pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis

@@ -695,6 +695,11 @@ class SchedulingQueue:
         with self._lock:
             return list(self._nominated.get(node_name, ()))
 
+    def nominated_node_names(self) -> frozenset[str]:
+        """The nodes some pod is nominated to (only those need Filter's nominated-pods pass)."""
+        with self._lock:
+            return frozenset(self._nominated)
+
     def has_nominated_pods(self) -> bool:
         """Whether any pod is nominated anywhere: when not, Filter skips the nominated-pods pass."""
         return bool(self._nominated)
