@@ -1,10 +1,16 @@
 import math
+import random
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
+from pyscheduler.backend.snapshot import Snapshot
+from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.plugin_args import ArgsError, decode_args
 from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import NodeInfo
 from pyscheduler.plugins.node_resources_balanced_allocation import (
     NAME,
     PLUGIN,
@@ -14,6 +20,7 @@ from pyscheduler.plugins.node_resources_balanced_allocation import (
     ResourceSpec,
     balanced_score,
 )
+from pyscheduler.plugins.node_resources_balanced_allocation.batch import _balance, improvement_scores
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -300,3 +307,235 @@ def test_plugin_spec() -> None:
     assert plugin.score_extensions() is None
     assert plugin.events_to_register() == []
     assert isinstance(plugin, BalancedAllocation)
+
+
+# ------------------------------------------------------------------------------ batch: score_nodes
+
+GI = 1024**3
+
+
+def random_pod(rng: random.Random, name: str, huge: bool = False) -> PodBuilder:
+    b = make_pod(name)
+    for c in range(rng.choice([1, 1, 1, 2])):
+        req: dict[str, str | int] = {}
+        if rng.random() < 0.7:
+            req["cpu"] = rng.choice(["0", "100m", "1", f"{rng.randint(1, 3000)}m"])
+        if rng.random() < 0.7:
+            req["memory"] = rng.choice(["0", "200Mi", "1Gi", str(rng.randint(1, 3 * GI))])
+        if rng.random() < 0.2:
+            req["ephemeral-storage"] = rng.choice(["0", "1Gi", str(rng.randint(1, 20 * GI))])
+        if rng.random() < 0.15:
+            req[FOO] = rng.choice([0, 1, 3])
+        if rng.random() < 0.05:
+            req[HUGE] = "2Mi"
+        if huge and rng.random() < 0.5:
+            req["memory"] = rng.choice(["1E", "5000Ti"])
+        if req:
+            b.res(req, container=c)
+    return b
+
+
+def random_cluster(rng: random.Random) -> Snapshot:
+    nodes = []
+    for i in range(rng.randint(0, 30)):
+        res: dict[str, str | int] = {"pods": 110}
+        if rng.random() < 0.95:
+            res["cpu"] = rng.choice(["0", "1", "4", f"{rng.randint(1, 64000)}m"])
+        if rng.random() < 0.95:
+            res["memory"] = rng.choice(["0", "1Gi", "8Gi", str(rng.randint(1, 64 * GI))])
+        if rng.random() < 0.03:
+            res["memory"] = "8E"  # beyond the exact float range: node by node
+        if rng.random() < 0.5:
+            res["ephemeral-storage"] = rng.choice(["0", "10Gi", str(rng.randint(1, 200 * GI))])
+        if rng.random() < 0.2:
+            res[FOO] = rng.choice([0, 1, 4])
+        if rng.random() < 0.1:
+            res[HUGE] = "1Gi"
+        nodes.append(make_node(f"n{i}").res(res).obj())
+    pods = [
+        random_pod(rng, f"e{j}").node(f"n{rng.randrange(len(nodes))}").obj()
+        for j in range(rng.randint(0, 3 * len(nodes)))
+    ]
+    return Snapshot.from_nodes(nodes, pods)
+
+
+def random_args(rng: random.Random) -> NodeResourcesBalancedAllocationArgs:
+    if rng.random() < 0.4:
+        return NodeResourcesBalancedAllocationArgs()
+    names = ["cpu", "memory", "ephemeral-storage", FOO, HUGE, "pods"]
+    return NodeResourcesBalancedAllocationArgs(
+        tuple(ResourceSpec(n, 1) for n in rng.sample(names, rng.randint(1, 5)))
+    )
+
+
+def batch_variants(rng: random.Random, snap: Snapshot) -> list[Sequence[NodeInfo]]:
+    """The snapshot's nodes as a NodeBatch, a shuffled sub-batch, a plain list, and a batch where
+    some nodes are clones with a pod removed (their table rows are stale)."""
+    table = snap.node_table()
+    infos = list(snap.list())
+    sub = rng.sample(infos, rng.randint(0, len(infos)))
+    stale = []
+    for ni in infos:
+        if ni.pods and rng.random() < 0.3:
+            c = ni.clone()
+            c.remove_pod(rng.choice(c.pods).pod)
+            stale.append(c)
+        else:
+            stale.append(ni)
+    return [NodeBatch(infos, table), NodeBatch(sub, table), list(infos), NodeBatch(stale, table)]
+
+
+def every_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vectorise batches of any size (even empty), so small random clusters reach the NumPy code."""
+    import pyscheduler.plugins.node_resources_balanced_allocation as mod
+
+    monkeypatch.setattr(mod, "MIN_BATCH", 0)
+
+
+every_batch_size_fixture = pytest.fixture(every_batch_size, name="every_batch_size")
+
+
+@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.usefixtures("every_batch_size")
+def test_batch_equals_node_by_node(seed: int) -> None:
+    check_batch_equals_node_by_node(seed)
+
+
+def check_batch_equals_node_by_node(seed: int) -> None:
+    rng = random.Random(seed)
+    snap = random_cluster(rng)
+    plugin = BalancedAllocation(random_args(rng))
+    pod = random_pod(rng, "p", huge=rng.random() < 0.05).obj()
+    variants = batch_variants(rng, snap)
+    # and a batch with a node changed in place since its row was written
+    infos = list(snap.list())
+    if infos:
+        infos[0].add_pod(random_pod(rng, "y").node(infos[0].name).obj())
+    variants.append(NodeBatch(infos, snap.node_table()))
+    for variant in variants:
+        for prescore in (True, False):
+            state = make_cycle_state()
+            if prescore and plugin.pre_score(state, pod, variant) is not None:
+                continue  # Skip: Score is not run for this pod
+            want = [plugin.score(state, pod, ni)[0] for ni in variant]
+            assert plugin.score_nodes(state, pod, variant) == (want, None)
+
+
+@pytest.mark.usefixtures("every_batch_size")
+def test_batch_path_is_exercised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random test above must reach the vectorised code, not only the node-by-node fallback."""
+    import pyscheduler.plugins.node_resources_balanced_allocation as mod
+
+    real = improvement_scores
+    hits = [0, 0]  # default resources, others
+
+    def counting(nodes: Sequence[NodeInfo], resources: Sequence[tuple[str, str, int]]) -> Any:
+        out = real(nodes, resources)
+        if out is not None:
+            hits[len(resources) == 2 and resources[0][0] == "alloc_cpu"] += 1
+        return out
+
+    monkeypatch.setattr(mod, "improvement_scores", counting)
+    for seed in range(80):
+        check_batch_equals_node_by_node(seed)
+    assert hits[0] > 20 and hits[1] > 20, hits
+
+
+@pytest.mark.parametrize("vectorise_all", [True, False])
+def test_batch_known_answers_and_plain_lists(vectorise_all: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if vectorise_all:
+        every_batch_size(monkeypatch)
+    nodes = [make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110).obj() for i in range(12)]
+    pods = [make_pod(f"e{i}").req(cpu=f"{i}00m").node(f"n{i}").obj() for i in range(12)]
+    snap = Snapshot.from_nodes(nodes, pods)
+    infos = list(snap.list())
+    plugin = BalancedAllocation()
+    pod = make_pod("p").req(cpu="1", memory="2Gi").obj()
+    state = make_cycle_state()
+    assert plugin.pre_score(state, pod, infos) is None
+    want = []
+    for ni in infos:
+        used = int(ni.name[1:]) * 100
+        with_ = int((1 - abs(((used + 1000) / 4000 - 0.25) / 2)) * 100)
+        without = int((1 - abs((used / 4000 - 0.0) / 2)) * 100)
+        want.append(improvement(with_, without))
+    for batch in (NodeBatch(infos, snap.node_table()), infos):
+        assert plugin.score_nodes(state, pod, batch) == (want, None)
+    for small in (infos[:3], [], NodeBatch(infos[:1], snap.node_table())):
+        assert plugin.score_nodes(state, pod, small) == (
+            [plugin.score(state, pod, ni)[0] for ni in small],
+            None,
+        )
+    # best-effort pod without PreScore state: 0 everywhere, as score gives
+    assert plugin.score_nodes(make_cycle_state(), make_pod("b").obj(), infos) == ([0] * 12, None)
+
+
+def test_batch_balance_matches_balanced_score() -> None:
+    """The lane-wise balance on fractions where truncation is at stake (multiples of 1/20, 1/3, ...)
+    and random ones: the same integer as ``balanced_score``, lane by lane."""
+    rng = random.Random(7)
+    for n in range(0, 5):
+        lanes = [
+            [
+                rng.choice([rng.randint(0, d) / d for d in (3, 7, 10, 20, 40)] + [rng.random()])
+                for _ in range(n)
+            ]
+            for _ in range(3000)
+        ]
+        got = _balance([np.array([lane[i] for lane in lanes]) for i in range(n)])
+        if n == 0:
+            assert len(got) == 0
+            continue
+        assert got.tolist() == [balanced_score(lane, sum(lane)) for lane in lanes]
+
+
+def test_batch_fractions_are_python_floats() -> None:
+    """Node and pod quantities whose fractions sit on truncation boundaries (e.g. 0.3 and 0.1)."""
+    rng = random.Random(3)
+    for resources_ in (("cpu", "memory"), ("cpu", "memory", "ephemeral-storage")):
+        plugin = BalancedAllocation(
+            NodeResourcesBalancedAllocationArgs(tuple(ResourceSpec(r) for r in resources_))
+        )
+        nodes, pods = [], []
+        for i in range(400):
+            d = rng.choice([1, 3, 7, 10, 20])
+            nodes.append(
+                make_node(f"n{i}")
+                .capacity(cpu=f"{d * 100}m", memory=f"{d * 100}Mi", ephemeral_storage=f"{d}Gi", pods=110)
+                .obj()
+            )
+            pods.append(
+                make_pod(f"e{i}")
+                .req(
+                    cpu=f"{rng.randint(0, d) * 100}m",
+                    memory=f"{rng.randint(0, d) * 100}Mi",
+                    ephemeral_storage=f"{rng.randint(0, d)}Gi",
+                )
+                .node(f"n{i}")
+                .obj()
+            )
+        snap = Snapshot.from_nodes(nodes, pods)
+        infos = list(snap.list())
+        for _ in range(10):
+            pod = (
+                make_pod("p")
+                .req(cpu=f"{rng.randint(1, 5) * 100}m", memory=f"{rng.randint(0, 5) * 100}Mi")
+                .obj()
+            )
+            state = make_cycle_state()
+            assert plugin.pre_score(state, pod, infos) is None
+            want = [plugin.score(state, pod, ni)[0] for ni in infos]
+            assert plugin.score_nodes(state, pod, NodeBatch(infos, snap.node_table())) == (want, None)
+
+
+@pytest.mark.parametrize(
+    ("memory", "pod_memory", "vectorised"), [(2**52 - 1, 1, True), (2**52, 1, False), (8, 2**52, False)]
+)
+def test_batch_only_for_exact_floats(memory: int, pod_memory: int, vectorised: bool) -> None:
+    """Quantities from 2**52 on (node + pod could pass 2**53) are left to the per-node code."""
+    nodes = [make_node(f"n{i}").capacity(cpu="4", memory=str(memory), pods=110).obj() for i in range(20)]
+    snap = Snapshot.from_nodes(nodes)
+    infos = list(snap.list())
+    res = [("alloc_cpu", "req_cpu", 1000), ("alloc_mem", "req_mem", pod_memory)]
+    for batch in (NodeBatch(infos, snap.node_table()), infos):
+        assert (improvement_scores(batch, res) is not None) == vectorised

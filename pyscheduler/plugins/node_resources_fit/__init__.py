@@ -18,6 +18,9 @@ Extension points
   the pod's *non-zero* requests are used (pods requesting nothing count as 100m / 200Mi per container);
   ephemeral-storage and scalar resources use real requests; a scalar resource is scored only if the pod
   requests it and the node has it.
+- Batch hooks (``filter_nodes``, ``score_nodes``, see ``batch``): the same answers for many nodes at
+  once, on NumPy columns (cpu, memory, ephemeral-storage, pods); scalar resources the pod requests,
+  out-of-range quantities and small batches go node by node.
 - EnqueueExtensions: a scheduled (or nominated) pod deleted, a pod scaled down (in-place resize), a node
   added or its allocatable changed, each with kube's queueing hint.
 
@@ -49,6 +52,8 @@ from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
 
 from .args import (
     LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MAX_UTILIZATION,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
@@ -57,8 +62,10 @@ from .args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from .batch import FILTER_MIN_BATCH, SCORE_MIN_BATCH, filter_failures, least_cpu_memory, strategy_scores
 from .scoring import (
     allocatable_requested,
+    build_broken_linear_function,
     build_scorer,
     is_extended_resource_name,
     is_scalar_resource_name,
@@ -146,6 +153,17 @@ class Fit:
         self._least_cpu_memory = strategy.type == "LeastAllocated" and [
             (r.name, r.weight) for r in strategy.resources
         ] == [("cpu", 1), ("memory", 1)]
+        # score_nodes: the strategy as batch.strategy_scores names it (None: node by node)
+        self._weights = tuple(r.weight for r in strategy.resources)
+        self._batch_strategy = {LEAST_ALLOCATED: "least", MOST_ALLOCATED: "most"}.get(strategy.type)
+        self._shape: list[int] | None = None
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio:
+            factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+            points = [(p.utilization, p.score * factor) for p in strategy.requested_to_capacity_ratio.shape]
+            if points:
+                raw = build_broken_linear_function(points)
+                self._shape = [raw(u) for u in range(MAX_UTILIZATION + 1)]
+                self._batch_strategy = "ratio"
 
     # ------------------------------------------------------------------------------ PreFilter
 
@@ -183,6 +201,23 @@ class Fit:
             s = self.compute_request(pod)
         return fits(s, node_info.allocatable, node_info.requested, len(node_info.pods))
 
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """``filter`` for every node: the fit checked on NumPy columns; the nodes that fail (and every
+        node, for a pod with scalar requests) get their Status from ``fits`` itself."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PodResourceRequest):
+            s = self.compute_request(pod)
+        failed = None
+        if len(nodes) >= FILTER_MIN_BATCH and not s.scalar:
+            failed = filter_failures(nodes, s.milli_cpu, s.memory, s.ephemeral_storage)
+        if failed is None:
+            return [fits(s, ni.allocatable, ni.requested, len(ni.pods)) for ni in nodes]
+        out: list[Status | None] = [None] * len(nodes)
+        for i in failed:
+            ni = nodes[i]
+            out[i] = fits(s, ni.allocatable, ni.requested, len(ni.pods))
+        return out
+
     # ------------------------------------------------------------------------- PreScore/Score
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
@@ -195,6 +230,27 @@ class Fit:
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
         pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
+        return self._score(pod_reqs, node_info), None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status | None]:
+        """``score`` for every node, on NumPy columns when the strategy and requests allow."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
+        out: list[int] | None = None
+        if len(nodes) >= SCORE_MIN_BATCH:
+            if self._least_cpu_memory:
+                out = least_cpu_memory(nodes, pod_reqs[0], pod_reqs[1])
+            elif self._batch_strategy is not None:
+                out = strategy_scores(
+                    nodes, self._resources, self._weights, pod_reqs, self._batch_strategy, self._shape
+                )
+        if out is None:
+            out = [self._score(pod_reqs, ni) for ni in nodes]
+        return out, None
+
+    def _score(self, pod_reqs: tuple[int, ...], node_info: NodeInfo) -> int:
         if self._least_cpu_memory:
             na, nu = node_info.allocatable, node_info.non_zero_requested
             cap, want = na.milli_cpu, nu.milli_cpu + pod_reqs[0]
@@ -202,8 +258,8 @@ class Fit:
             cap, want = na.memory, nu.memory + pod_reqs[1]
             mem = (cap - want) * MAX_NODE_SCORE // cap if cap and want <= cap else 0
             if not na.milli_cpu or not na.memory:  # a resource the node lacks is left out
-                return cpu + mem, None
-            return (cpu + mem) // 2, None
+                return cpu + mem
+            return (cpu + mem) // 2
         n = len(self._resources)
         requested = [0] * n
         allocatable = [0] * n
@@ -213,7 +269,7 @@ class Fit:
                 continue
             allocatable[i] = alloc
             requested[i] = req
-        return self._scorer(requested, allocatable), None
+        return self._scorer(requested, allocatable)
 
     def score_extensions(self) -> None:
         return None
