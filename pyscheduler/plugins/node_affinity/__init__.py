@@ -26,6 +26,10 @@ PreScore returns Skip when there are neither. NormalizeScore is kube's DefaultNo
 
 Extension points: PreFilter, Filter, PreScore, Score (+ NormalizeScore), EnqueueExtensions.
 
+Batch: ``filter_nodes`` / ``score_nodes`` answer for a NodeBatch from per-row answers cached per
+snapshot table epoch and requirement (``batch``); terms with ``matchFields`` and other node lists go
+node by node.
+
 Args (``NodeAffinityArgs``):
 
 - ``addedAffinity`` (a v1 NodeAffinity object, default none): applied to every pod of the profile on top of
@@ -62,11 +66,13 @@ from pyscheduler.framework.interfaces import (
     PreFilterResult,
     ScoreExtensions,
 )
+from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.selectors import NodeSelectorTerm
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod
+from pyscheduler.plugins.node_affinity.batch import RowCache, per_row, term_keys
 from pyscheduler.plugins.node_affinity.terms import (
     WeightedTerm,
     compile_node_selector,
@@ -239,6 +245,10 @@ class NodeAffinity:
         added = compile_added_affinity(args.added_affinity, "addedAffinity")
         self.added_required = added.required
         self.added_preferred = added.preferred
+        self._added_keys, self._added_uses_name = term_keys(added.required or ())
+        self._pref_keys, self._pref_uses_name = term_keys(w.term for w in added.preferred or ())
+        self._filter_cache: RowCache[list[Status | None]] = RowCache()
+        self._score_cache: RowCache[list[int]] = RowCache()
 
     # ---------------------------------------------------------------------------------- Filter
     def pre_filter(
@@ -274,6 +284,48 @@ class NodeAffinity:
             return _REJECT_POD
         return None
 
+    def _filter_node(self, req: RequiredNodeAffinity, node: Node) -> Status | None:
+        """``filter`` for a node that is there, with the pod's requirement in hand."""
+        if self.added_required is not None and not terms_match(self.added_required, node):
+            return _REJECT_ENFORCED
+        if not req.matches(node):
+            return _REJECT_POD
+        return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Sequence[Status | None]:
+        req: RequiredNodeAffinity | None = state.get(PRE_FILTER_STATE_KEY)
+        if req is None:
+            req = RequiredNodeAffinity.of(pod)  # PreFilter did not run
+        tr = batch_rows(nodes)
+        if tr is not None:
+            table, rows = tr
+            statuses = self._row_statuses(table, req)
+            if statuses is not None:
+                return [statuses[r] for r in rows.tolist()]
+        check = self._filter_node
+        return [_REJECT_POD if (n := ni.node) is None else check(req, n) for ni in nodes]
+
+    def _row_statuses(self, table: NodeTable, req: RequiredNodeAffinity) -> list[Status | None] | None:
+        """Filter's answer for every row of ``table``, or None for terms that read node names."""
+        cache = self._filter_cache
+        cache.sync(table)
+        last = cache.last
+        if last is not None and last[0] is req:  # the same pod again (the next chunk of its nodes)
+            return last[1]
+        keys, uses_name = term_keys(req.terms or ())
+        statuses: list[Status | None] | None = None
+        if not uses_name and not self._added_uses_name:
+            key = (req.selector, req.terms)
+            statuses = cache.get(key)
+            if statuses is None:
+                keys.update(k for k, _ in req.selector)
+                keys.update(self._added_keys)
+                check = self._filter_node
+                statuses = per_row(table, keys, lambda n: check(req, n), _REJECT_POD)
+                cache.put(key, statuses)
+        cache.last = (req, statuses)
+        return statuses
+
     # ----------------------------------------------------------------------------------- Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         preferred, errors = pod_preferred_terms(pod)
@@ -283,6 +335,55 @@ class NodeAffinity:
             return Status.skip(plugin=NAME)
         state.write(PRE_SCORE_STATE_KEY, preferred or ())
         return None
+
+    def _score_node(self, preferred: Sequence[WeightedTerm] | None, node: Node) -> int:
+        """``score`` for a node that is there, with the pod's preferred terms in hand."""
+        total = 0
+        if self.added_preferred:
+            total += preferred_score(self.added_preferred, node)
+        if preferred:
+            total += preferred_score(preferred, node)
+        return total
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[Sequence[int], Status | None]:
+        preferred: tuple[WeightedTerm, ...] | None = state.get(PRE_SCORE_STATE_KEY)
+        if preferred is None:  # PreScore did not run
+            preferred, errors = pod_preferred_terms(pod)
+            if errors and any(ni.node is not None for ni in nodes):  # ``score`` fails on such a node
+                return [], Status.as_error(
+                    f"parsing pod's preferred node affinity: {'; '.join(errors)}", plugin=NAME
+                )
+        if not preferred and not self.added_preferred:
+            return [0] * len(nodes), None
+        tr = batch_rows(nodes)
+        if tr is not None:
+            table, rows = tr
+            values = self._row_scores(table, preferred or ())
+            if values is not None:
+                return [values[r] for r in rows.tolist()], None
+        score = self._score_node
+        return [0 if (n := ni.node) is None else score(preferred, n) for ni in nodes], None
+
+    def _row_scores(self, table: NodeTable, preferred: tuple[WeightedTerm, ...]) -> list[int] | None:
+        """Score for every row of ``table``, or None for terms that read node names."""
+        cache = self._score_cache
+        cache.sync(table)
+        last = cache.last
+        if last is not None and last[0] is preferred:
+            return last[1]
+        keys, uses_name = term_keys(w.term for w in preferred)
+        values: list[int] | None = None
+        if not uses_name and not self._pref_uses_name:
+            values = cache.get(preferred)
+            if values is None:
+                keys.update(self._pref_keys)
+                score = self._score_node
+                values = per_row(table, keys, lambda n: score(preferred, n), 0)
+                cache.put(preferred, values)
+        cache.last = (preferred, values)
+        return values
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         node = node_info.node

@@ -2,6 +2,8 @@
 
 Extension points: Filter. Args: none. Kube-scheduler's reason: "node(s) didn't match the requested
 node name" (UnschedulableAndUnresolvable: preemption cannot move a pod to another name).
+
+Batch: ``filter_nodes`` compares names in one pass (no table needed; nothing to cache).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyscheduler.framework.types import NodeInfo, Pod
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
+_REJECT = Status.unresolvable(ERR_REASON, plugin=NAME)  # immutable: shared by batch answers
 
 
 class NodeName:
@@ -26,6 +29,12 @@ class NodeName:
         if pod.node_name and node_info.name != pod.node_name:
             return Status.unresolvable(ERR_REASON, plugin=NAME)
         return None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Sequence[Status | None]:
+        want = pod.node_name
+        if not want:
+            return [None] * len(nodes)
+        return [None if ni.name == want else _REJECT for ni in nodes]
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD))]

@@ -15,12 +15,19 @@ Queueing hints (kube's, with queueing hints enabled):
 - Node Add / UpdateNodeTaint: queue when a node is added schedulable, or an update turns a cordoned node
   schedulable.
 - Pod UpdatePodTolerations: queue when the rejected pod itself now tolerates the unschedulable taint.
+
+Batch: ``filter_nodes`` reads the NodeTable's ``unschedulable`` column (and which rows have no Node, kept
+per table epoch); only the rows it flags go through ``filter`` for their Status. Other node lists go
+node by node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import (
@@ -33,6 +40,7 @@ from pyscheduler.framework.events import (
     as_pod,
 )
 from pyscheduler.framework.interfaces import Handle
+from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import NodeInfo, Pod, Taint, Toleration
@@ -53,6 +61,12 @@ def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
 class NodeUnschedulable:
     name = NAME
 
+    def __init__(self) -> None:
+        # per (table, node_epoch): which rows have no Node (None: none of them)
+        self._table: NodeTable | None = None
+        self._epoch = -1
+        self._no_node: npt.NDArray[np.bool_] | None = None
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node
         if node is None:
@@ -62,6 +76,26 @@ class NodeUnschedulable:
         if tolerates_unschedulable(pod.tolerations):
             return None
         return Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin=NAME)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Sequence[Status | None]:
+        f = self.filter
+        tr = batch_rows(nodes)
+        if tr is None:
+            return [f(state, pod, ni) for ni in nodes]
+        table, rows = tr
+        if self._table is not table or self._epoch != table.node_epoch:
+            no_node = np.fromiter((n is None for n in table.nodes), np.bool_, table.size)
+            self._no_node = no_node if no_node.any() else None
+            self._table, self._epoch = table, table.node_epoch
+        # only a cordoned row or one without its Node can be rejected
+        flagged = table.unschedulable[rows]
+        if self._no_node is not None:
+            flagged |= self._no_node[rows]
+        out: list[Status | None] = [None] * len(nodes)
+        if flagged.any():
+            for i in np.flatnonzero(flagged).tolist():
+                out[i] = f(state, pod, nodes[i])
+        return out
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

@@ -1,9 +1,13 @@
+import random
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
 
+from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from pyscheduler.framework.interfaces import Handle
+from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo
 from pyscheduler.plugins.node_unschedulable import (
@@ -117,3 +121,102 @@ def test_spec_takes_no_args() -> None:
     with pytest.raises(ValueError, match=r"args\.foo"):
         PLUGIN.decode({"foo": 1}, "args")
     assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), NodeUnschedulable)
+
+
+# ------------------------------------------------------------------------------------ batch hooks
+
+TOLERATIONS: list[dict[str, str]] = [
+    dict(key=KEY, effect="NoSchedule"),
+    dict(key=KEY, effect="NoExecute"),
+    dict(operator="Exists"),
+    dict(key="other"),
+]
+
+
+def random_unschedulable_snapshot(rng: random.Random) -> Snapshot:
+    nodes = []
+    for i in range(rng.randint(1, 30)):
+        b = make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=10).unschedulable(rng.random() < 0.3)
+        if rng.random() < 0.1:
+            b.res({"example.com/foo": "2"})
+        nodes.append(b.obj())
+    pods = [
+        make_pod(f"e{j}").req(cpu="100m").node(f"n{rng.randrange(len(nodes))}").obj()
+        for j in range(rng.randint(0, 2 * len(nodes)))
+    ]
+    return Snapshot.from_nodes(nodes, pods)
+
+
+def variants(rng: random.Random, snap: Snapshot) -> list[Sequence[NodeInfo]]:
+    """A NodeBatch of all nodes, a shuffled sub-batch, a plain list, and a batch with stale clones."""
+    table = snap.node_table()
+    infos = list(snap.list())
+    sub = rng.sample(infos, rng.randint(0, len(infos)))
+    stale = []
+    for ni in infos:
+        if ni.pods and rng.random() < 0.3:
+            c = ni.clone()
+            c.remove_pod(c.pods[0].pod)
+            stale.append(c)
+        else:
+            stale.append(ni)
+    return [NodeBatch(infos, table), NodeBatch(sub, table), list(infos), NodeBatch(stale, table)]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_batch_equals_node_by_node(seed: int) -> None:
+    rng = random.Random(seed)
+    snap = random_unschedulable_snapshot(rng)
+    pl = NodeUnschedulable()
+    for _ in range(3):
+        b = make_pod("p")
+        for t in rng.sample(TOLERATIONS, rng.randint(0, 2)):
+            b.toleration(**t)
+        pod = b.obj()
+        for variant in variants(rng, snap):
+            state = make_cycle_state()
+            assert list(pl.filter_nodes(state, pod, variant)) == [pl.filter(state, pod, ni) for ni in variant]
+
+
+def test_batch_reads_the_column_and_checks_only_flagged_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = [make_node(f"n{i}").unschedulable(i % 4 == 1).obj() for i in range(12)]
+    snap = Snapshot.from_nodes(nodes)
+    infos = list(snap.list())
+    pl = NodeUnschedulable()
+    checked: list[str] = []
+    real = pl.filter
+
+    def spy(state: Any, pod: Any, ni: NodeInfo) -> Status | None:
+        checked.append(ni.name)
+        return real(state, pod, ni)
+
+    monkeypatch.setattr(pl, "filter", spy)
+    got = pl.filter_nodes(make_cycle_state(), make_pod("p").obj(), NodeBatch(infos, snap.node_table()))
+    cordoned = {f"n{i}" for i in range(12) if i % 4 == 1}
+    assert sorted(checked) == sorted(cordoned)
+    for ni, s in zip(infos, got, strict=True):
+        if ni.name in cordoned:
+            assert s is not None and s.reasons == (ERR_REASON_UNSCHEDULABLE,) and s.plugin == NAME
+        else:
+            assert s is None
+    # a node cordoned in place: the column follows it
+    ni = next(x for x in infos if x.name == "n0")
+    ni.set_node(make_node("n0").unschedulable().obj())
+    snap.node_table().update([ni])
+    again = pl.filter_nodes(make_cycle_state(), make_pod("p").obj(), NodeBatch(infos, snap.node_table()))
+    assert again[infos.index(ni)] is not None
+
+
+def test_batch_rows_without_node_and_plain_lists() -> None:
+    table = NodeTable()
+    infos = [NodeInfo(), make_node_info(make_node("n1").unschedulable()), make_node_info(make_node("n2"))]
+    table.rebuild(infos)
+    pl = NodeUnschedulable()
+    state = make_cycle_state()
+    tolerant = make_pod("t").toleration(key=KEY).obj()
+    for pod in (make_pod("p").obj(), tolerant):
+        for nodes in (NodeBatch(infos, table), infos, infos[1:], [], NodeBatch(infos[2:], table)):
+            assert list(pl.filter_nodes(state, pod, nodes)) == [pl.filter(state, pod, ni) for ni in nodes]
+    got = pl.filter_nodes(state, tolerant, NodeBatch(infos, table))
+    assert got[0] is not None and got[0].reasons == (ERR_REASON_UNKNOWN_CONDITION,)
+    assert got[1:] == [None, None]

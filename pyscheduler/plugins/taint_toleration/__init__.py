@@ -16,6 +16,9 @@ the most-tainted score 0; when no node has one, every node scores 100.
 
 Extension points: Filter, PreScore, Score (+ NormalizeScore), EnqueueExtensions. Args: none.
 
+Batch: ``filter_nodes`` / ``score_nodes`` answer for a NodeBatch from per-row answers cached per
+snapshot table epoch and toleration set (``batch.TaintCache``); other node lists go node by node.
+
 Queueing hints (kube's, with queueing hints enabled):
 
 - Node Add / UpdateNodeTaint: queue when the node's hard taints went from untolerated (or the node is
@@ -40,9 +43,11 @@ from pyscheduler.framework.events import (
 )
 from pyscheduler.framework.helpers import default_normalize_score
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
+from pyscheduler.framework.node_table import batch_rows
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import NodeInfo, Pod, Taint, Toleration
+from pyscheduler.plugins.taint_toleration.batch import TaintCache, pick
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = f"PreScore{NAME}"
@@ -77,8 +82,14 @@ def count_intolerable_prefer_no_schedule(taints: Sequence[Taint], tolerations: S
     return n
 
 
+_REJECT = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)  # immutable: shared by batch answers
+
+
 class TaintToleration:
     name = NAME
+
+    def __init__(self) -> None:
+        self._cache = TaintCache()
 
     # ---------------------------------------------------------------------------------- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -88,6 +99,23 @@ class TaintToleration:
         if untolerated_taint(node.taints, pod.tolerations) is None:
             return None
         return Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Sequence[Status | None]:
+        tr = batch_rows(nodes)
+        if tr is None:
+            f = self.filter
+            return [f(state, pod, ni) for ni in nodes]
+        table, rows = tr
+        cache = self._cache
+        cache.sync(table)
+        if not cache.tainted:
+            return [None] * len(nodes)
+        tolerations = pod.tolerations
+
+        def rejects(taints: tuple[Taint, ...]) -> Status | None:
+            return None if untolerated_taint(taints, tolerations) is None else _REJECT
+
+        return pick(cache.filter_statuses(tolerations, rejects), rows)
 
     # ----------------------------------------------------------------------------------- Score
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -102,6 +130,30 @@ class TaintToleration:
         if tolerations is None:
             tolerations = prefer_no_schedule_tolerations(pod.tolerations)
         return count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[Sequence[int], Status | None]:
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            tolerations = prefer_no_schedule_tolerations(pod.tolerations)
+        tr = batch_rows(nodes)
+        if tr is None:  # node by node, as ``score`` (which never fails)
+            count = count_intolerable_prefer_no_schedule
+            return [
+                0 if (n := ni.node) is None or not n.taints else count(n.taints, tolerations) for ni in nodes
+            ], None
+        table, rows = tr
+        cache = self._cache
+        cache.sync(table)
+        if not cache.tainted:
+            return [0] * len(nodes), None
+        tols = tuple(tolerations)
+
+        def count_row(taints: tuple[Taint, ...]) -> int:
+            return count_intolerable_prefer_no_schedule(taints, tols)
+
+        return cache.score_counts(tols, count_row)[rows].tolist(), None
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self

@@ -1,10 +1,14 @@
+import random
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
 
+from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from pyscheduler.framework.helpers import default_normalize_score
 from pyscheduler.framework.interfaces import Handle, NodeScore
+from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Taint, Toleration
 from pyscheduler.plugins.taint_toleration import (
@@ -15,6 +19,7 @@ from pyscheduler.plugins.taint_toleration import (
     TaintToleration,
     untolerated_taint,
 )
+from pyscheduler.plugins.taint_toleration import batch as batch_mod
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -294,3 +299,150 @@ def test_spec_takes_no_args() -> None:
     with pytest.raises(ValueError, match=r"args\.x"):
         PLUGIN.decode({"x": 1}, "args")
     assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), TaintToleration)
+
+
+# ------------------------------------------------------------------------------------ batch hooks
+
+TAINT_CHOICES: list[TaintSpec] = [
+    ("dedicated", "gpu", "NoSchedule"),
+    ("dedicated", "cpu", "NoSchedule"),
+    ("spot", "", "NoExecute"),
+    ("soft", "a", "PreferNoSchedule"),
+    ("soft", "b", "PreferNoSchedule"),
+    ("other", "", "PreferNoSchedule"),
+]
+TOLERATION_CHOICES: list[dict[str, str]] = [
+    dict(key="dedicated", value="gpu", effect="NoSchedule"),
+    dict(key="dedicated", operator="Exists"),
+    dict(key="spot", operator="Exists", effect="NoExecute"),
+    dict(key="soft", value="a"),
+    dict(key="soft", operator="Exists", effect="PreferNoSchedule"),
+    dict(key="other", operator="Exists", effect="NoSchedule"),
+    dict(operator="Exists"),
+]
+
+
+def random_taint_snapshot(rng: random.Random) -> Snapshot:
+    nodes = []
+    for i in range(rng.randint(1, 30)):
+        taints = rng.sample(TAINT_CHOICES, rng.randint(1, 3)) if rng.random() < 0.4 else []
+        b = node_with(taints, f"n{i}").capacity(cpu="4", memory="8Gi", pods=10)
+        if rng.random() < 0.1:
+            b.res({"example.com/foo": "2"})
+        nodes.append(b.obj())
+    pods = [
+        make_pod(f"e{j}").req(cpu="100m").node(f"n{rng.randrange(len(nodes))}").obj()
+        for j in range(rng.randint(0, 2 * len(nodes)))
+    ]
+    return Snapshot.from_nodes(nodes, pods)
+
+
+def taint_variants(rng: random.Random, snap: Snapshot) -> list[Sequence[NodeInfo]]:
+    """A NodeBatch of all nodes, a shuffled sub-batch, a plain list, and a batch with stale clones."""
+    table = snap.node_table()
+    infos = list(snap.list())
+    sub = rng.sample(infos, rng.randint(0, len(infos)))
+    stale = []
+    for ni in infos:
+        if ni.pods and rng.random() < 0.3:
+            c = ni.clone()
+            c.remove_pod(c.pods[0].pod)
+            stale.append(c)
+        else:
+            stale.append(ni)
+    return [NodeBatch(infos, table), NodeBatch(sub, table), list(infos), NodeBatch(stale, table)]
+
+
+def check_taint_batch(seed: int) -> None:
+    rng = random.Random(seed)
+    snap = random_taint_snapshot(rng)
+    pl = TaintToleration()
+    for _ in range(3):  # several pods against one plugin: cached answers must be keyed right
+        pod = pod_with(rng.sample(TOLERATION_CHOICES, rng.randint(0, 3))).obj()
+        for variant in taint_variants(rng, snap):
+            for prepare in (True, False):
+                state = make_cycle_state()
+                if prepare:
+                    pl.pre_score(state, pod, variant)
+                assert list(pl.filter_nodes(state, pod, variant)) == [
+                    pl.filter(state, pod, ni) for ni in variant
+                ]
+                got, st = pl.score_nodes(state, pod, variant)
+                assert st is None
+                assert list(got) == [pl.score(state, pod, ni)[0] for ni in variant]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_batch_equals_node_by_node(seed: int) -> None:
+    check_taint_batch(seed)
+
+
+def test_batch_paths_are_exercised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random test must reach the cached per-row code, not only the node-by-node fallback."""
+    hits = {"filter_statuses": 0, "score_counts": 0}
+    for name in hits:
+        real = getattr(batch_mod.TaintCache, name)
+
+        def counting(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            hits[_name] += 1
+            return _real(self, *args)
+
+        monkeypatch.setattr(batch_mod.TaintCache, name, counting)
+    for seed in range(40):
+        check_taint_batch(seed)
+    assert all(h > 40 for h in hits.values()), hits
+
+
+def test_batch_known_answers_and_cache() -> None:
+    nodes = [
+        node_with([("dedicated", "gpu", "NoSchedule")] if i % 3 == 0 else [], f"n{i}").obj() for i in range(9)
+    ]
+    nodes[4] = node_with([("soft", "", "PreferNoSchedule")] * 2, "n4").obj()
+    snap = Snapshot.from_nodes(nodes)
+    infos = list(snap.list())
+    batch = NodeBatch(infos, snap.node_table())
+    pl = TaintToleration()
+    state = make_cycle_state()
+    plain = make_pod("p").obj()
+    got = pl.filter_nodes(state, plain, batch)
+    assert [s is None for s in got] == [int(ni.name[1:]) % 3 != 0 for ni in infos]
+    assert all(
+        s is None or (s.code, s.reasons, s.plugin) == (UNRESOLVABLE, (ERR_REASON_UNTOLERATED,), NAME)
+        for s in got
+    )
+    tolerant = pod_with([dict(key="dedicated", operator="Exists")]).obj()
+    assert pl.filter_nodes(state, tolerant, batch) == [None] * 9
+    assert pl.filter_nodes(state, plain, batch) == got  # the first toleration set, cached
+    assert len(pl._cache.filters) == 2
+    assert pl.score_nodes(state, plain, batch) == ([2 if ni.name == "n4" else 0 for ni in infos], None)
+    # a node retainted in place bumps the table's node epoch: the cache is rebuilt
+    ni = next(x for x in infos if x.name == "n1")
+    ni.set_node(node_with([("spot", "", "NoExecute")], "n1").obj())
+    snap.node_table().update([ni])
+    again = pl.filter_nodes(state, plain, NodeBatch(infos, snap.node_table()))
+    assert again == [pl.filter(state, plain, x) for x in infos]
+    assert again[infos.index(ni)] is not None
+
+
+def test_batch_untainted_and_nodeless_rows() -> None:
+    table = NodeTable()
+    infos = [NodeInfo(), make_node_info(make_node("n1")), NodeInfo()]
+    table.rebuild(infos)
+    pl = TaintToleration()
+    state = make_cycle_state()
+    pod = make_pod("p").obj()
+    assert pl.filter_nodes(state, pod, NodeBatch(infos, table)) == [None, None, None]
+    assert pl.score_nodes(state, pod, NodeBatch(infos, table)) == ([0, 0, 0], None)
+    assert pl.filter_nodes(state, pod, []) == []
+
+
+def test_batch_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_mod, "MAX_ENTRIES", 3)
+    snap = Snapshot.from_nodes([node_with([("k", "v", "NoSchedule")], f"n{i}").obj() for i in range(4)])
+    batch = NodeBatch(list(snap.list()), snap.node_table())
+    pl = TaintToleration()
+    for i in range(8):
+        pod = pod_with([dict(key="k", value=str(i % 5))]).obj()
+        state = make_cycle_state()
+        assert pl.filter_nodes(state, pod, batch) == [pl.filter(state, pod, ni) for ni in batch]
+    assert len(pl._cache.filters) == 3
