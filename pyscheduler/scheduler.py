@@ -229,7 +229,8 @@ class Scheduler:
             raise FitError(pod, len(all_nodes), diagnosis)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
-        totals = self._prioritize_totals(fwk, state, pod, feasible)
+        table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
+        totals = self._prioritize_totals(fwk, state, pod, NodeBatch(feasible, table))
         host = feasible[self._select_index(totals)].name
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
