@@ -345,7 +345,7 @@ class Scheduler:
             else:
                 results = fwk.run_filter_plugins_batch(state, pod, chunk)
             done += size
-            found += sum(1 for s in results if s is None or s.code == Code.SUCCESS)
+            found += results.count(None)  # the batch leaves passing nodes None
             yield chunk, results
 
     def _filter_with_nominated(
@@ -434,8 +434,14 @@ class Scheduler:
         if not totals:
             raise RuntimeError("empty priority list")
         best = max(totals)
-        ties = [i for i, v in enumerate(totals) if v == best]
-        return ties[0] if len(ties) == 1 else ties[self.rng.randrange(len(ties))]
+        count = totals.count(best) if isinstance(totals, list) else sum(1 for v in totals if v == best)
+        k = 0 if count == 1 else self.rng.randrange(count)  # the k-th best, uniformly
+        for i, v in enumerate(totals):
+            if v == best:
+                if k == 0:
+                    return i
+                k -= 1
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------------------------ binding
     def _binding_cycle(

@@ -24,3 +24,16 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
     for s in scores:
         v = go_div(max_priority * s.score, max_count)
         s.score = max_priority - v if reverse else v
+
+
+def default_normalize_values(max_priority: int, reverse: bool, values: list[int]) -> list[int]:
+    """``default_normalize_score`` on plain values (for ``normalize_scores``), returning new values."""
+    max_count = max(values, default=0)
+    if max_count <= 0:
+        return [max_priority] * len(values) if reverse else list(values)
+    if min(values) >= 0:  # non-negative: Go's division is Python's floor division
+        if reverse:
+            return [max_priority - max_priority * v // max_count for v in values]
+        return [max_priority * v // max_count for v in values]
+    out = [go_div(max_priority * v, max_count) for v in values]
+    return [max_priority - v for v in out] if reverse else out

@@ -157,6 +157,9 @@ class PreScorePlugin(Plugin, Protocol):
 class ScoreExtensions(Protocol):
     def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None: ...
 
+    # Optional, used instead when present: the same on plain values, returning the new ones
+    # def normalize_scores(self, state, pod, values: list[int]) -> tuple[list[int], Status | None]
+
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):

@@ -33,6 +33,7 @@ keyed by ``(table, node_epoch)``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ from pyscheduler.framework.types import NodeInfo
 __all__ = ["NodeBatch", "NodeTable", "batch_rows"]
 
 I64 = npt.NDArray[np.int64]
+_ROW = operator.attrgetter("row")
+_GENERATION = operator.attrgetter("generation")
 
 
 class NodeTable:
@@ -135,12 +138,12 @@ class NodeTable:
         """Row indices of ``nodes``, or None if any of them is not a current row of this table."""
         n = self.size
         try:
-            rows = np.fromiter((ni.row for ni in nodes), np.int64, len(nodes))
+            rows = np.fromiter(map(_ROW, nodes), np.int64, len(nodes))
         except AttributeError:
             return None
         if len(rows) and (rows.min() < 0 or rows.max() >= n):
             return None
-        gens = np.fromiter((ni.generation for ni in nodes), np.int64, len(nodes))
+        gens = np.fromiter(map(_GENERATION, nodes), np.int64, len(nodes))
         if not np.array_equal(self.generation[rows], gens):
             return None
         # generations are unique: the same one means the row's own NodeInfo or an unchanged clone

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
@@ -396,6 +398,15 @@ class Framework:
                 for i in live:
                     out[i] = err
                 return out
+            if len(results) != len(live):
+                err = Status.as_error(
+                    f"filter_nodes returned {len(results)} statuses for {len(live)} nodes", name
+                )
+                for i in live:
+                    out[i] = err
+                return out
+            if results.count(None) == len(results):  # all passed (the common case): nothing to record
+                continue
             kept: list[int] = []
             for i, s in zip(live, results, strict=True):
                 if s is None or s.code == Code.SUCCESS:
@@ -542,6 +553,9 @@ class Framework:
             return [0] * len(nodes), None
         if len(columns) == 1:
             return list(columns[0]), None
+        if len(nodes) >= 64:  # one C loop instead of a Python sum per node
+            total: list[int] = np.sum(np.array(columns, dtype=np.int64), axis=0).tolist()
+            return total, None
         return [sum(t) for t in zip(*columns, strict=True)], None
 
     def _score(
@@ -574,13 +588,15 @@ class Framework:
             raw, s = batch(state, pod, nodes)
             if s is not None and s.code != Code.SUCCESS:
                 raise _ScoreFailure(s.with_plugin(p.name))
-            values = [int(v) for v in raw] if not isinstance(raw, list) else raw
+            values = raw if isinstance(raw, list) else raw.tolist() if hasattr(raw, "tolist") else list(raw)
+            if len(values) != len(nodes):
+                raise _ScoreFailure(
+                    Status.as_error(
+                        f"score_nodes returned {len(values)} scores for {len(nodes)} nodes", p.name
+                    )
+                )
             if ext is not None:
-                node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values, strict=True)]
-                s = ext.normalize_score(state, pod, node_scores)
-                if s is not None and not s.is_success():
-                    raise _ScoreFailure(s.with_plugin(p.name))
-                values = [ns.score for ns in node_scores]
+                values = self._normalize(p, ext, state, pod, nodes, values)
         elif ext is None:
             values = []
             for ni in nodes:
@@ -589,16 +605,13 @@ class Framework:
                     raise _ScoreFailure(s.with_plugin(p.name))
                 values.append(v)
         else:
-            node_scores = []
+            values = []
             for ni in nodes:
                 v, s = score(state, pod, ni)
                 if s is not None and s.code != Code.SUCCESS:
                     raise _ScoreFailure(s.with_plugin(p.name))
-                node_scores.append(NodeScore(ni.name, v))
-            s = ext.normalize_score(state, pod, node_scores)
-            if s is not None and not s.is_success():
-                raise _ScoreFailure(s.with_plugin(p.name))
-            values = [ns.score for ns in node_scores]
+                values.append(v)
+            values = self._normalize(p, ext, state, pod, nodes, values)
         if values and (max(values) > MAX_NODE_SCORE or min(values) < MIN_NODE_SCORE):
             bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
             raise _ScoreFailure(
@@ -610,6 +623,30 @@ class Framework:
             )
         w = self.weights.get(p.name, 1)
         return [v * w for v in values] if w != 1 else values
+
+    def _normalize(
+        self,
+        p: ScorePlugin,
+        ext: Any,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        values: list[int],
+    ) -> list[int]:
+        """NormalizeScore: on plain values when the extension offers ``normalize_scores``, else on a
+        NodeScore per node (the kube-shaped API plugins implement)."""
+        batch = getattr(ext, "normalize_scores", None)
+        out: list[int]
+        s: Status | None
+        if batch is not None:
+            out, s = batch(state, pod, values)
+        else:
+            node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values, strict=True)]
+            s = ext.normalize_score(state, pod, node_scores)
+            out = [ns.score for ns in node_scores]
+        if s is not None and not s.is_success():
+            raise _ScoreFailure(s.with_plugin(p.name))
+        return out
 
     # ---------------------------------------------------------------------------------- reserve/permit
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

@@ -57,7 +57,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_node,
 )
-from pyscheduler.framework.helpers import default_normalize_score
+from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
@@ -409,6 +409,11 @@ class NodeAffinity:
     def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
+
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, values: list[int]
+    ) -> tuple[list[int], Status | None]:
+        return default_normalize_values(MAX_NODE_SCORE, False, values), None
 
     # ------------------------------------------------------------------------------ Enqueueing
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

@@ -41,7 +41,7 @@ from pyscheduler.framework.events import (
     as_node,
     as_pod,
 )
-from pyscheduler.framework.helpers import default_normalize_score
+from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
 from pyscheduler.framework.node_table import batch_rows
 from pyscheduler.framework.registry import PluginSpec
@@ -161,6 +161,11 @@ class TaintToleration:
     def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return None
+
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, values: list[int]
+    ) -> tuple[list[int], Status | None]:
+        return default_normalize_values(MAX_NODE_SCORE, True, values), None
 
     # ------------------------------------------------------------------------------ Enqueueing
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
