@@ -48,6 +48,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import (
     Action,
@@ -65,6 +67,7 @@ from pyscheduler.framework.interfaces import (
     NodeScoreList,
     PreFilterResult,
 )
+from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.selectors import (
@@ -77,6 +80,17 @@ from pyscheduler.framework.selectors import (
 )
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod, PodInfo, Taint, Toleration
+from pyscheduler.plugins.pod_topology_spread._rows import (
+    I64,
+    LabelColumn,
+    Mask,
+    RowStore,
+    TableLabels,
+    rows_of,
+    snapshot_table,
+    sum_by_value,
+    table_rows,
+)
 
 NAME = "PodTopologySpread"
 
@@ -288,7 +302,7 @@ class RequiredNodeAffinity:
     """The pod's nodeSelector AND its required node affinity (kube's nodeaffinity.RequiredNodeAffinity).
     A selector that does not parse matches no node."""
 
-    __slots__ = ("_bad", "_node_selector", "_terms")
+    __slots__ = ("_bad", "_node_selector", "_terms", "trivial")
 
     def __init__(self, pod: Pod) -> None:
         self._node_selector = dict(pod.node_selector)
@@ -301,6 +315,8 @@ class RequiredNodeAffinity:
                 self._terms = NodeSelector.parse(req)
             except SelectorError:
                 self._bad = True
+        # matches every node: no nodeSelector, no required node affinity
+        self.trivial = not self._node_selector and self._terms is None and not self._bad
 
     def matches(self, node: Node) -> bool:
         labels = node.labels
@@ -327,13 +343,14 @@ def tolerates_all_hard_taints(taints: Sequence[Taint], tolerations: Sequence[Tol
 class _NodeChecks:
     """Per pod: the inclusion-policy checks, computed lazily per node."""
 
-    __slots__ = ("_pod", "_req", "need_affinity", "need_taints")
+    __slots__ = ("_pod", "_req", "need_affinity", "need_taints", "trivial_affinity")
 
     def __init__(self, pod: Pod, constraints: Sequence[Constraint], req: RequiredNodeAffinity) -> None:
         self._pod = pod
         self._req = req
         self.need_affinity = any(c.node_affinity_policy == HONOR for c in constraints)
         self.need_taints = any(c.node_taints_policy == HONOR for c in constraints)
+        self.trivial_affinity = req.trivial
 
     def eligible(self, node: Node) -> tuple[bool, bool]:
         """(node affinity matches, taints tolerated), each True when no constraint honours it."""
@@ -365,7 +382,15 @@ class PreFilterState:
     """Per hard constraint: matching pods per domain value, the minimum over domains, and how many
     domains hold each count (to keep the minimum exact under add/remove)."""
 
-    __slots__ = ("constraints", "counts", "domains_at_count", "min_match", "node_checks", "self_match")
+    __slots__ = (
+        "_per_code",
+        "constraints",
+        "counts",
+        "domains_at_count",
+        "min_match",
+        "node_checks",
+        "self_match",
+    )
 
     def __init__(
         self, constraints: list[Constraint], self_match: list[int], node_checks: _NodeChecks
@@ -376,6 +401,17 @@ class PreFilterState:
         self.counts: list[dict[str, int]] = [{} for _ in constraints]
         self.min_match: list[int] = [_MAX_INT32] * len(constraints)
         self.domains_at_count: list[dict[int, int]] = [{} for _ in constraints]
+        # per constraint: (label column, counts as an array over its codes), for filter_nodes
+        self._per_code: dict[int, tuple[LabelColumn, I64]] = {}
+
+    def per_code(self, i: int, col: LabelColumn) -> I64:
+        """``counts[i]`` over ``col``'s codes (trailing 0 for a missing label); cached until update()."""
+        hit = self._per_code.get(i)
+        if hit is not None and hit[0] is col:
+            return hit[1]
+        arr = col.per_code(self.counts[i])
+        self._per_code[i] = (col, arr)
+        return arr
 
     def finish(self) -> None:
         for i, values in enumerate(self.counts):
@@ -394,6 +430,7 @@ class PreFilterState:
         return self.min_match[i]
 
     def update(self, i: int, value: str, delta: int) -> None:
+        self._per_code = {}
         values = self.counts[i]
         old = values.get(value, 0)
         cur = old + delta
@@ -414,6 +451,7 @@ class PreFilterState:
         c.counts = [dict(m) for m in self.counts]
         c.min_match = list(self.min_match)
         c.domains_at_count = [dict(h) for h in self.domains_at_count]
+        c._per_code = {}
         return c
 
 
@@ -444,6 +482,9 @@ class PodTopologySpread:
         self.default_constraints: tuple[JSON, ...] = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(args.default_constraints)
         )
+        # per-node caches over the snapshot's NodeTable (see _rows): label codes, matching pod counts
+        self._labels = TableLabels()
+        self._rows = RowStore()
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -457,6 +498,75 @@ class PodTopologySpread:
             return fallback
         nodes: Sequence[NodeInfo] = snap.list()
         return nodes
+
+    def _pod_counts(
+        self,
+        table: NodeTable,
+        rows: I64,
+        nodes: Sequence[NodeInfo],
+        selector: LabelSelector | None,
+        matcher: LabelMatcher,
+        namespace: str,
+    ) -> I64:
+        """count_pods_matching for each of ``nodes`` (at ``rows`` of ``table``), cached per row."""
+        if selector is None or selector.is_empty():
+            return np.zeros(len(rows), dtype=np.int64)
+        ri = self._rows.ints(("match", selector, namespace), table.size)
+
+        def count(ni: NodeInfo) -> int:
+            return count_pods_matching(ni.pods, selector, namespace, matcher)
+
+        out: I64 = ri.get(rows, table.generation[rows], nodes, count)
+        return out
+
+    @staticmethod
+    def _eligibility(
+        checks: _NodeChecks, nodes: Sequence[NodeInfo], candidates: Mask
+    ) -> tuple[Mask | None, Mask | None]:
+        """_NodeChecks.eligible for the candidate nodes, as masks (None: every node passes)."""
+        aff: Mask | None = None
+        taints: Mask | None = None
+        if checks.need_affinity and not checks.trivial_affinity:
+            aff = np.zeros(len(nodes), dtype=np.bool_)
+        if checks.need_taints:
+            taints = np.zeros(len(nodes), dtype=np.bool_)
+        if aff is None and taints is None:
+            return None, None
+        for k in np.flatnonzero(candidates).tolist():
+            node = nodes[k].node
+            assert node is not None
+            a, t = checks.eligible(node)
+            if aff is not None:
+                aff[k] = a
+            if taints is not None:
+                taints[k] = t
+        return aff, taints
+
+    def _fast_pre_filter_counts(self, s: PreFilterState, pod: Pod, nodes: Sequence[NodeInfo]) -> bool:
+        """Fill ``s.counts`` from the NodeTable; False (nothing done) when ``nodes`` are not its rows."""
+        table = snapshot_table(getattr(self._handle, "snapshot", None))
+        if table is None:
+            return False
+        rows = rows_of(table, nodes)
+        if rows is None:
+            return False
+        constraints = s.constraints
+        cols = [self._labels.column(table, c.topology_key) for c in constraints]
+        codes = [col.codes[rows] for col in cols]
+        has_all = np.ones(len(rows), dtype=np.bool_)
+        for cd in codes:
+            has_all &= cd >= 0
+        aff, taints = self._eligibility(s.node_checks, nodes, has_all)
+        ns = pod.namespace
+        for i, c in enumerate(constraints):
+            incl = has_all
+            if aff is not None and c.node_affinity_policy == HONOR:
+                incl = incl & aff
+            if taints is not None and c.node_taints_policy == HONOR:
+                incl = incl & taints
+            cnt = self._pod_counts(table, rows, nodes, c.selector, c.matcher, ns)
+            s.counts[i] = sum_by_value(cols[i].values, codes[i], cnt, incl)
+        return True
 
     def get_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """The pod's own constraints for ``action``, or the default ones if it declares none."""
@@ -523,6 +633,9 @@ class PodTopologySpread:
         checks = _NodeChecks(pod, constraints, req)
         s = PreFilterState(constraints, [1 if c.matches(pod.labels) else 0 for c in constraints], checks)
         if not constraints:
+            return s
+        if self._fast_pre_filter_counts(s, pod, nodes):
+            s.finish()
             return s
         ns = pod.namespace
         indexed = list(enumerate(constraints))
@@ -615,6 +728,35 @@ class PodTopologySpread:
                 return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=NAME)
         return None
 
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """``filter`` for every node, from the PreFilter counts as arrays over label codes."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        br = batch_rows(nodes)
+        if br is None or not isinstance(s, PreFilterState):
+            return [self.filter(state, pod, ni) for ni in nodes]
+        table, rows = br
+        if self._labels.no_node(table)[rows].any():
+            return [self.filter(state, pod, ni) for ni in nodes]
+        if not s.constraints:
+            return [None] * len(nodes)
+        verdict = np.zeros(len(rows), dtype=np.int8)  # 0 pass, 1 missing label, 2 skew too large
+        for i, c in enumerate(s.constraints):
+            col = self._labels.column(table, c.topology_key)
+            codes = col.codes[rows]
+            skew = s.per_code(i, col)[codes] + (s.self_match[i] - s.min_match_num(i))
+            open_ = verdict == 0
+            missing = codes < 0
+            verdict[open_ & missing] = 1
+            verdict[open_ & ~missing & (skew > c.max_skew)] = 2
+        if not verdict.any():
+            return [None] * len(nodes)
+        answers = (
+            None,
+            Status.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH, plugin=NAME),
+            Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=NAME),
+        )
+        return list(map(answers.__getitem__, verdict.tolist()))
+
     # -- Score ---------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -632,6 +774,9 @@ class PodTopologySpread:
             return Status.skip(plugin=NAME)
 
         s = PreScoreState(constraints, pod.namespace)
+        if self._fast_pre_score(s, pod, nodes, all_nodes, require_all):
+            state.write(PRE_SCORE_STATE_KEY, s)
+            return None
         indexed = list(enumerate(constraints))
         topo_size = [0] * len(constraints)
         for ni in nodes:
@@ -679,6 +824,84 @@ class PodTopologySpread:
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
+    def _fast_pre_score(
+        self,
+        s: PreScoreState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        all_nodes: Sequence[NodeInfo],
+        require_all: bool,
+    ) -> bool:
+        """pre_score's two passes over the NodeTable; False (``s`` untouched) when the nodes are not
+        its rows."""
+        table = snapshot_table(getattr(self._handle, "snapshot", None))
+        if table is None:
+            return False
+        rows = rows_of(table, nodes)
+        if rows is None:
+            return False
+        all_rows = rows if all_nodes is nodes else rows_of(table, all_nodes)
+        if all_rows is None:
+            return False
+        constraints = s.constraints
+        labels = self._labels
+        no_node = labels.no_node(table)
+        cols = [labels.column(table, c.topology_key) for c in constraints]
+        # a missing label reads as "" (the code of a real "" value, or one past the last)
+        ext_values: list[list[str]] = []
+        empty_code: list[int] = []
+        for col in cols:
+            e = col.index.get("")
+            ext_values.append(col.values if e is not None else [*col.values, ""])
+            empty_code.append(len(col.values) if e is None else e)
+
+        def live_rows(r: I64) -> tuple[Mask, list[I64]]:
+            codes = [col.codes[r] for col in cols]
+            live = ~no_node[r]
+            if require_all:
+                for cd in codes:
+                    live &= cd >= 0
+            return live, codes
+
+        # pass 1, over the candidate nodes: ignored nodes, domains per soft constraint
+        live, codes = live_rows(rows)
+        if require_all:
+            for k in np.flatnonzero(~no_node[rows] & ~live).tolist():
+                s.ignored_nodes.add(nodes[k].name)
+        non_host: list[int] = []
+        for i, c in enumerate(constraints):
+            if c.topology_key == LABEL_HOSTNAME:
+                s.weights[i] = math.log(len(nodes) - len(s.ignored_nodes) + 2)
+                continue
+            non_host.append(i)
+            ecodes = np.where(codes[i] >= 0, codes[i], empty_code[i])
+            vals = ext_values[i]
+            present = np.unique(ecodes[live])
+            s.topology_counts[i] = {vals[k]: 0 for k in present.tolist()}
+            s.weights[i] = math.log(len(present) + 2)
+        if not non_host:
+            return True
+
+        # pass 2, over all nodes: matching pods per domain
+        live, codes = live_rows(all_rows)
+        checks = _NodeChecks(pod, constraints, RequiredNodeAffinity(pod))
+        aff, taints = self._eligibility(checks, all_nodes, live)
+        ns = pod.namespace
+        for i in non_host:
+            c = constraints[i]
+            incl = live
+            if aff is not None and c.node_affinity_policy == HONOR:
+                incl = incl & aff
+            if taints is not None and c.node_taints_policy == HONOR:
+                incl = incl & taints
+            ecodes = np.where(codes[i] >= 0, codes[i], empty_code[i])
+            cnt = self._pod_counts(table, all_rows, all_nodes, c.selector, c.matcher, ns)
+            counts = s.topology_counts[i]
+            for value, n in sum_by_value(ext_values[i], ecodes, cnt, incl).items():
+                if value in counts:
+                    counts[value] += n
+        return True
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
         node = node_info.node
@@ -698,6 +921,32 @@ class PodTopologySpread:
                 cnt = s.topology_counts[i].get(value, 0)
             total += cnt * s.weights[i] + float(c.max_skew - 1)
         return go_round(total), None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status | None]:
+        """``score`` for every node: the float sum built column-wise in the same order, rounded per node."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        br = table_rows(nodes, getattr(self._handle, "snapshot", None))
+        if br is None or not isinstance(s, PreScoreState):
+            return [self.score(state, pod, ni)[0] for ni in nodes], None
+        table, rows = br
+        total = np.zeros(len(rows), dtype=np.float64)
+        for i, c in enumerate(s.constraints):
+            col = self._labels.column(table, c.topology_key)
+            codes = col.codes[rows]
+            if c.topology_key == LABEL_HOSTNAME:
+                cnt = self._pod_counts(table, rows, nodes, c.selector, c.matcher, s.namespace)
+            else:
+                cnt = col.per_code(s.topology_counts[i])[codes]
+            total = total + np.where(codes >= 0, cnt * s.weights[i] + float(c.max_skew - 1), 0.0)
+        out = [go_round(x) for x in total.tolist()]
+        ignored = s.ignored_nodes
+        if ignored:
+            for k, ni in enumerate(nodes):
+                if ni.node is not None and ni.node.name in ignored:
+                    out[k] = 0
+        return out, None
 
     def score_extensions(self) -> PodTopologySpread:
         return self

@@ -1,0 +1,279 @@
+"""Per-node values derived from the snapshot's NodeTable, kept by the plugin across cycles.
+
+PreFilter and PreScore of topology plugins walk every pod on every node for every incoming pod, and
+Filter / Score look a node label up per node. Most of that is the same from one cycle to the next:
+
+- ``TableLabels``: one node label as integer codes, one per table row (``-1``: the node lacks the
+  label or has no Node), with the distinct values. Rebuilt when the table or its ``node_epoch``
+  changes (any row's Node object replaced: labels can only change that way).
+- ``RowStore``: integers derived from a node's pods (how many match a term; per topology key, the
+  weights of the terms that match), per row, each
+  stamped with the generation of the NodeInfo it was computed from. A NodeInfo generation names one
+  content (node and pods: every change takes a new one, clones keep it), so a value is reused while the
+  stamp equals the generation the table holds for the row, and recomputed otherwise. Callers only pass
+  rows that ``NodeTable.rows`` vouched for (their generations are those of the NodeInfos passed).
+
+The caches hold no per-pod state; keys name everything the value depends on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pyscheduler.framework.node_table import NodeBatch, NodeTable, batch_rows
+from pyscheduler.framework.types import NodeInfo
+
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+_GENERATION = attrgetter("generation")
+_ARANGE: dict[int, I64] = {}  # read-only 0..n-1, per n
+
+
+def _arange(n: int) -> I64:
+    a = _ARANGE.get(n)
+    if a is None:
+        if len(_ARANGE) > 8:
+            _ARANGE.clear()
+        a = _ARANGE[n] = np.arange(n, dtype=np.int64)
+        a.flags.writeable = False
+    return a
+
+
+def rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> I64 | None:
+    """``table.rows(nodes)``; for the table's own node list (the snapshot's ``list()``), row i is
+    ``nodes[i]`` by identity, so only the generations need reading (one pass instead of two)."""
+    n = len(nodes)
+    if n == table.size and isinstance(nodes, list) and nodes == table.infos:  # identity, element-wise
+        gens = np.fromiter(map(_GENERATION, nodes), np.int64, n)
+        if not np.array_equal(gens, table.generation):
+            return None
+        return _arange(n)
+    return table.rows(nodes)
+
+
+def table_rows(nodes: Sequence[NodeInfo], snapshot: Any) -> tuple[NodeTable, I64] | None:
+    """``batch_rows(nodes)``, or, for a plain sequence (the scheduler scores a list), the rows the
+    snapshot's table vouches for (same check: each NodeInfo's row and generation); None: node by node."""
+    br = batch_rows(nodes)
+    if br is not None:
+        return br
+    if isinstance(nodes, NodeBatch):
+        return None
+    table = snapshot_table(snapshot)
+    if table is None:
+        return None
+    rows = rows_of(table, nodes)
+    return None if rows is None else (table, rows)
+
+
+def snapshot_table(snapshot: Any) -> NodeTable | None:
+    """The snapshot's NodeTable, or None when the snapshot has none."""
+    if snapshot is None:
+        return None
+    get = getattr(snapshot, "node_table", None)
+    if get is None:
+        return None
+    table = get()
+    return table if isinstance(table, NodeTable) else None
+
+
+class LabelColumn:
+    """One label over the table rows: ``codes[row]`` indexes ``values`` (-1: absent)."""
+
+    __slots__ = ("codes", "index", "values")
+
+    def __init__(self, table: NodeTable, key: str) -> None:
+        values: list[str] = []
+        index: dict[str, int] = {}
+        codes = np.full(table.size, -1, dtype=np.int64)
+        for row, node in enumerate(table.nodes):
+            if node is None:
+                continue
+            v = node.labels.get(key)
+            if v is None:
+                continue
+            c = index.get(v)
+            if c is None:
+                c = index[v] = len(values)
+                values.append(v)
+            codes[row] = c
+        self.values = values
+        self.index = index
+        self.codes: I64 = codes
+
+    def per_code(self, counts: dict[str, int]) -> I64:
+        """``counts`` (value -> n) as an array over codes, plus a trailing 0 for code -1."""
+        index = self.index
+        if len(counts) <= len(index):
+            out = [0] * (len(self.values) + 1)
+            for v, n in counts.items():
+                c = index.get(v)
+                if c is not None:
+                    out[c] = n
+        else:
+            get = counts.get
+            out = [get(v, 0) for v in self.values]
+            out.append(0)
+        return np.array(out, dtype=np.int64)
+
+
+class TableLabels:
+    """Label columns of one table at one ``node_epoch``."""
+
+    __slots__ = ("_cols", "_epoch", "_no_node", "_table")
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._epoch = -1
+        self._cols: dict[str, LabelColumn] = {}
+        self._no_node: Mask | None = None
+
+    def _check(self, table: NodeTable) -> None:
+        if table is not self._table or table.node_epoch != self._epoch:
+            self._table = table
+            self._epoch = table.node_epoch
+            self._cols = {}
+            self._no_node = None
+
+    def column(self, table: NodeTable, key: str) -> LabelColumn:
+        self._check(table)
+        col = self._cols.get(key)
+        if col is None:
+            col = self._cols[key] = LabelColumn(table, key)
+        return col
+
+    def no_node(self, table: NodeTable) -> Mask:
+        """Rows whose NodeInfo has no Node."""
+        self._check(table)
+        m = self._no_node
+        if m is None:
+            m = self._no_node = np.fromiter((n is None for n in table.nodes), np.bool_, table.size)
+        return m
+
+
+class RowInts:
+    """One integer per table row, each stamped with the generation it was computed for."""
+
+    __slots__ = ("gens", "values")
+
+    def __init__(self, size: int) -> None:
+        self.gens: I64 = np.full(size, -1, dtype=np.int64)
+        self.values: I64 = np.zeros(size, dtype=np.int64)
+
+    def get(self, rows: I64, gens: I64, nodes: Sequence[NodeInfo], fn: Callable[[NodeInfo], int]) -> I64:
+        """The values of ``rows`` (``nodes[k]`` is at ``rows[k]``, of generation ``gens[k]``)."""
+        stale = np.flatnonzero(self.gens[rows] != gens)
+        if len(stale):
+            values = self.values
+            stamps = self.gens
+            for k in stale.tolist():
+                r = rows[k]
+                values[r] = fn(nodes[k])
+                stamps[r] = gens[k]
+        return self.values[rows]
+
+
+class RowKeyed:
+    """Per table row, a small map topology key -> (sum, hits), held as one pair of arrays per key,
+    each row stamped with the generation it was computed for."""
+
+    __slots__ = ("gens", "hits", "size", "sums")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.gens: I64 = np.full(size, -1, dtype=np.int64)
+        self.sums: dict[str, I64] = {}
+        self.hits: dict[str, I64] = {}
+
+    def refresh(
+        self,
+        rows: I64,
+        gens: I64,
+        nodes: Sequence[NodeInfo],
+        fn: Callable[[NodeInfo], dict[str, list[int]]],
+    ) -> None:
+        """Recompute the rows of ``nodes`` (``nodes[k]`` at ``rows[k]``, generation ``gens[k]``) whose
+        stamp differs; ``fn`` returns key -> [sum, hits] for one node."""
+        stale = np.flatnonzero(self.gens[rows] != gens)
+        if not len(stale):
+            return
+        sums = self.sums
+        hits = self.hits
+        for k in stale.tolist():
+            r = rows[k]
+            for arr in sums.values():
+                arr[r] = 0
+            for arr in hits.values():
+                arr[r] = 0
+            for key, (total, n) in fn(nodes[k]).items():
+                if key not in sums:
+                    sums[key] = np.zeros(self.size, dtype=np.int64)
+                    hits[key] = np.zeros(self.size, dtype=np.int64)
+                sums[key][r] = total
+                hits[key][r] = n
+            self.gens[r] = gens[k]
+
+
+class RowStore:
+    """RowInts / RowKeyed by key, for one table size; the oldest are dropped beyond ``limit``."""
+
+    __slots__ = ("_entries", "_size", "limit")
+
+    def __init__(self, limit: int = 64) -> None:
+        self._entries: dict[Hashable, RowInts | RowKeyed] = {}
+        self._size = -1
+        self.limit = limit
+
+    def _get(self, key: Hashable, size: int) -> RowInts | RowKeyed | None:
+        if size != self._size:
+            self._entries = {}
+            self._size = size
+        e = self._entries.get(key)
+        if e is None:
+            while len(self._entries) >= self.limit:
+                del self._entries[next(iter(self._entries))]
+        return e
+
+    def ints(self, key: Hashable, size: int) -> RowInts:
+        e = self._get(key, size)
+        if not isinstance(e, RowInts):
+            e = self._entries[key] = RowInts(size)
+        return e
+
+    def keyed(self, key: Hashable, size: int) -> RowKeyed:
+        e = self._get(key, size)
+        if not isinstance(e, RowKeyed):
+            e = self._entries[key] = RowKeyed(size)
+        return e
+
+
+def sum_by_code(size: int, codes: I64, weights: I64, include: Mask) -> tuple[I64, Mask] | None:
+    """Over the rows where ``include`` holds and ``codes`` >= 0: per code (of ``size``), the sum of
+    ``weights`` with a trailing 0 (for code -1), and which codes occur; None when no row counts."""
+    m = include & (codes >= 0)
+    if not m.any():
+        return None
+    c = codes[m]
+    tot = np.zeros(size + 1, dtype=np.int64)
+    np.add.at(tot, c, weights[m])
+    present = np.zeros(size, dtype=np.bool_)
+    present[c] = True
+    return tot, present
+
+
+def sum_by_value(values: Sequence[str], codes: I64, weights: I64, include: Mask) -> dict[str, int]:
+    """For the rows where ``include`` holds and ``codes`` >= 0: value -> sum of ``weights`` (every
+    such value present, even with sum 0)."""
+    r = sum_by_code(len(values), codes, weights, include)
+    if r is None:
+        return {}
+    tot, present = r
+    ks = np.flatnonzero(present)
+    return dict(zip([values[k] for k in ks.tolist()], tot[ks].tolist(), strict=True))
