@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
+import operator
 import random
 import threading
 import time
@@ -88,6 +90,11 @@ class ScheduleResult:
     node: str
     evaluated: int
     feasible: int
+
+
+def _count_none(items: Sequence[object]) -> int:
+    """How many items are None, at C speed (list.count(None) calls each Status's __eq__)."""
+    return len(items) - sum(map(operator.is_not, items, itertools.repeat(None)))
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -298,8 +305,13 @@ class Scheduler:
         checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find, nominated)
         processed = 0
         for chunk, results in checked:
+            processed += len(chunk)
+            if _count_none(results) == len(results):  # all fit: nothing to record
+                feasible.extend(chunk)
+                if len(feasible) >= to_find:
+                    break
+                continue
             for ni, s in zip(chunk, results, strict=True):
-                processed += 1
                 if s is None or s.code == Code.SUCCESS:
                     feasible.append(ni)
                 elif s.code == Code.ERROR:
@@ -345,7 +357,7 @@ class Scheduler:
             else:
                 results = fwk.run_filter_plugins_batch(state, pod, chunk)
             done += size
-            found += results.count(None)  # the batch leaves passing nodes None
+            found += _count_none(results)  # the batch leaves passing nodes None
             yield chunk, results
 
     def _filter_with_nominated(
