@@ -63,12 +63,7 @@ from pyscheduler.framework.interfaces import (
     NodeScoreList,
     PreFilterResult,
 )
-from pyscheduler.framework.node_table import batch_rows
-from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import Node, NodeInfo, Pod, PodInfo
-from pyscheduler.plugins.inter_pod_affinity._rows import (
+from pyscheduler.framework.node_rows import (
     I64,
     LabelColumn,
     Mask,
@@ -79,6 +74,11 @@ from pyscheduler.plugins.inter_pod_affinity._rows import (
     sum_by_code,
     table_rows,
 )
+from pyscheduler.framework.node_table import batch_rows
+from pyscheduler.framework.plugin_args import ArgsError
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Node, NodeInfo, Pod, PodInfo
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     MEMO_KEY,
     AffinityTerm,

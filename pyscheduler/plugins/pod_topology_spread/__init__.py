@@ -67,6 +67,17 @@ from pyscheduler.framework.interfaces import (
     NodeScoreList,
     PreFilterResult,
 )
+from pyscheduler.framework.node_rows import (
+    I64,
+    LabelColumn,
+    Mask,
+    RowStore,
+    TableLabels,
+    rows_of,
+    snapshot_table,
+    sum_by_value,
+    table_rows,
+)
 from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.registry import PluginSpec
@@ -80,17 +91,6 @@ from pyscheduler.framework.selectors import (
 )
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod, PodInfo, Taint, Toleration
-from pyscheduler.plugins.pod_topology_spread._rows import (
-    I64,
-    LabelColumn,
-    Mask,
-    RowStore,
-    TableLabels,
-    rows_of,
-    snapshot_table,
-    sum_by_value,
-    table_rows,
-)
 
 NAME = "PodTopologySpread"
 

@@ -1,4 +1,5 @@
-"""Per-node values derived from the snapshot's NodeTable, kept by the plugin across cycles.
+"""Per-node values derived from the snapshot's NodeTable, kept by a plugin across cycles (used by
+PodTopologySpread and InterPodAffinity).
 
 PreFilter and PreScore of topology plugins walk every pod on every node for every incoming pod, and
 Filter / Score look a node label up per node. Most of that is the same from one cycle to the next:
@@ -6,12 +7,14 @@ Filter / Score look a node label up per node. Most of that is the same from one 
 - ``TableLabels``: one node label as integer codes, one per table row (``-1``: the node lacks the
   label or has no Node), with the distinct values. Rebuilt when the table or its ``node_epoch``
   changes (any row's Node object replaced: labels can only change that way).
-- ``RowStore``: integers derived from a node's pods (how many match a term; per topology key, the
-  weights of the terms that match), per row, each
+- ``RowStore``: integers derived from a node's pods (how many match a selector or term), per row, each
   stamped with the generation of the NodeInfo it was computed from. A NodeInfo generation names one
   content (node and pods: every change takes a new one, clones keep it), so a value is reused while the
   stamp equals the generation the table holds for the row, and recomputed otherwise. Callers only pass
   rows that ``NodeTable.rows`` vouched for (their generations are those of the NodeInfos passed).
+
+- ``RowKeyed``: per row, a small map topology key -> (sum, hits) (InterPodAffinity's weights of the
+  terms that match), stamped the same way.
 
 The caches hold no per-pod state; keys name everything the value depends on.
 """
