@@ -300,13 +300,20 @@ def create_nodes(env: Env, count: int) -> None:
 
 def clean_namespace(env: Env, timeout: float = 300.0) -> None:
     """Delete every pod (and event) in the namespace and wait until the pods are gone."""
-    env.conn.json("DELETE", f"/api/v1/namespaces/{NS}/pods?gracePeriodSeconds=0", ok=(200,))
-    env.conn.json("DELETE", f"/api/v1/namespaces/{NS}/events", ok=(200, 404))
+    # Deleting 10,000+ pods can outlast the API server's 60 s request timeout (504) on a loaded 2-CPU
+    # machine; the server goes on deleting, so a 504 means "in progress": wait, and ask again now and then.
+    pods = f"/api/v1/namespaces/{NS}/pods?gracePeriodSeconds=0"
+    env.conn.json("DELETE", pods, ok=(200, 504))
+    env.conn.json("DELETE", f"/api/v1/namespaces/{NS}/events", ok=(200, 404, 504))
     deadline = time.monotonic() + timeout
+    again = time.monotonic() + 30
     while time.monotonic() < deadline:
         out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/pods?limit=1")
         if not out["items"]:
             return
+        if time.monotonic() > again:
+            env.conn.json("DELETE", pods, ok=(200, 504))
+            again = time.monotonic() + 30
         time.sleep(0.3)
     raise RuntimeError("pods not gone after cleanup")
 
