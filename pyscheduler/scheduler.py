@@ -305,24 +305,34 @@ class Scheduler:
         checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find, nominated)
         processed = 0
         for chunk, results in checked:
-            processed += len(chunk)
-            if _count_none(results) == len(results):  # all fit: nothing to record
+            need = to_find - len(feasible)
+            passing = _count_none(results)
+            if passing == len(results) and passing <= need:  # all fit: nothing to record
                 feasible.extend(chunk)
-                if len(feasible) >= to_find:
-                    break
-                continue
-            for ni, s in zip(chunk, results, strict=True):
-                if s is None or s.code == Code.SUCCESS:
-                    feasible.append(ni)
-                elif s.code == Code.ERROR:
-                    raise RuntimeError(s.message())
-                else:
-                    statuses[ni.name] = s
-                    if s.plugin:
-                        if s.code == Code.PENDING:
-                            diagnosis.pending_plugins.add(s.plugin)
-                        else:
-                            diagnosis.unschedulable_plugins.add(s.plugin)
+                processed += len(chunk)
+            else:
+                # An Error ends the batch and leaves the nodes it did not finish None, so it fails the
+                # cycle wherever it is in the chunk.
+                for s in results:
+                    if s is not None and s.code == Code.ERROR:
+                        raise RuntimeError(s.message())
+                # Node by node, kube stops at the to_find-th feasible node: nodes after it in an
+                # over-fetched chunk are neither feasible nor recorded as rejected.
+                used = 0
+                for ni, s in zip(chunk, results, strict=False):
+                    used += 1
+                    if s is None or s.code == Code.SUCCESS:
+                        feasible.append(ni)
+                        if len(feasible) >= to_find:
+                            break
+                    else:
+                        statuses[ni.name] = s
+                        if s.plugin:
+                            if s.code == Code.PENDING:
+                                diagnosis.pending_plugins.add(s.plugin)
+                            else:
+                                diagnosis.unschedulable_plugins.add(s.plugin)
+                processed += used
             if len(feasible) >= to_find:
                 break
         self.next_start_node_index = (start + processed) % n
@@ -338,15 +348,23 @@ class Scheduler:
         to_find: int,
         nominated: frozenset[str] = frozenset(),
     ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]:
-        """Filter the nodes from ``start`` on (wrapping), as many at a time as feasible nodes are still
-        wanted: node by node, kube stops at the ``to_find``-th feasible node; a chunk of exactly the
-        number still wanted can never pass that point, so the nodes checked are the same. Nodes in
-        ``nominated`` (some pod is nominated there) go node by node through the nominated-pods pass."""
+        """Filter the nodes from ``start`` on (wrapping), a chunk at a time. Node by node, kube stops at
+        the ``to_find``-th feasible node; a chunk of exactly the number still wanted can never pass that
+        point. When every Filter plugin is batched, a chunk after the first is sized by the pass rate
+        seen so far (a quarter more than expected to be needed), so a search where most nodes fail takes
+        two or three batch calls rather than one per halving; the caller drops what lies past the
+        stopping point, so the nodes checked and recorded are the same. Nodes in ``nominated`` (some
+        pod is nominated there) go node by node through the nominated-pods pass."""
         n = len(nodes)
         table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
+        over = fwk.filters_are_batched(state) if hasattr(fwk, "filters_are_batched") else False
         done = found = 0
         while done < n and found < to_find:
-            size = min(to_find - found, n - done)
+            wanted = to_find - found
+            if over and done:
+                size = min(n - done, max(wanted, -(-wanted * done * 5 // max(found, 1) // 4)))
+            else:
+                size = min(wanted, n - done)
             first = start + done
             if first + size <= n:
                 chunk = NodeBatch(nodes[first : first + size], table)

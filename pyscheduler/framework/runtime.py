@@ -758,6 +758,13 @@ class Framework:
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)
 
+    def filters_are_batched(self, state: CycleState) -> bool:
+        """Whether every Filter plugin this cycle runs (those PreFilter did not skip) answers for many
+        nodes in one call (``filter_nodes``): then checking a few nodes more than needed costs next to
+        nothing, and the search may over-fetch."""
+        skip = state.skip_filter_plugins
+        return all(batch is not None or p.name in skip for p, batch in self._filter_batch)
+
     def has_score_plugins(self) -> bool:
         return bool(self.score_plugins)
 
