@@ -313,25 +313,27 @@ class Scheduler:
             else:
                 # An Error ends the batch and leaves the nodes it did not finish None, so it fails the
                 # cycle wherever it is in the chunk.
-                for s in results:
-                    if s is not None and s.code == Code.ERROR:
-                        raise RuntimeError(s.message())
+                rejected = [i for i, s in enumerate(results) if s is not None]
+                kinds = {id(s): s for s in [results[i] for i in rejected]}  # mostly a shared few
+                for st in kinds.values():
+                    if st is not None and st.code == Code.ERROR:
+                        raise RuntimeError(st.message())
                 # Node by node, kube stops at the to_find-th feasible node: nodes after it in an
                 # over-fetched chunk are neither feasible nor recorded as rejected.
-                used = 0
-                for ni, s in zip(chunk, results, strict=False):
-                    used += 1
-                    if s is None or s.code == Code.SUCCESS:
-                        feasible.append(ni)
-                        if len(feasible) >= to_find:
-                            break
-                    else:
-                        statuses[ni.name] = s
-                        if s.plugin:
-                            if s.code == Code.PENDING:
-                                diagnosis.pending_plugins.add(s.plugin)
-                            else:
-                                diagnosis.unschedulable_plugins.add(s.plugin)
+                used = len(results)
+                if passing > need:
+                    used = [i for i, s in enumerate(results) if s is None][need - 1] + 1
+                    if rejected and rejected[-1] >= used:
+                        rejected = [i for i in rejected if i < used]
+                        kinds = {id(s): s for s in [results[i] for i in rejected]}
+                feasible.extend([ni for ni, s in zip(chunk[:used], results, strict=False) if s is None])
+                statuses.update([(chunk[i].name, results[i]) for i in rejected])  # type: ignore[misc]
+                for st in kinds.values():
+                    if st is not None and st.plugin:
+                        if st.code == Code.PENDING:
+                            diagnosis.pending_plugins.add(st.plugin)
+                        else:
+                            diagnosis.unschedulable_plugins.add(st.plugin)
                 processed += used
             if len(feasible) >= to_find:
                 break
@@ -391,7 +393,8 @@ class Scheduler:
         run = fwk.run_filter_plugins_with_nominated_pods
         for i, ni in enumerate(chunk):
             if ni.name in nominated:
-                results[i] = run(state, pod, ni)
+                st = run(state, pod, ni)
+                results[i] = None if st is None or st.code == Code.SUCCESS else st
         return results
 
     def _filter_with_extenders(

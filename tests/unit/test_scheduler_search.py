@@ -44,7 +44,7 @@ def _app(percentage: int | None) -> App:
     return build_app(cfg, reg, object(), recorder=_Null(), writer=_Null())
 
 
-def _reference(app: App, pod: Pod, start: int) -> tuple[list[str], dict[str, str], int]:
+def _reference(app: App, pod: Pod, start: int) -> tuple[list[str], dict[str, str], int, set[str]]:
     """kube's findNodesThatPassFilters, node by node (as pyscheduler did before batching)."""
     fwk = app.profiles["py-scheduler"]
     state = CycleState()
@@ -57,6 +57,7 @@ def _reference(app: App, pod: Pod, start: int) -> tuple[list[str], dict[str, str
     )
     feasible: list[str] = []
     statuses: dict[str, str] = {}
+    rejecting: set[str] = set()  # the plugins a failed pod waits on (queueing hints)
     processed = 0
     for i in range(n):
         ni = nodes[(start + i) % n]
@@ -68,7 +69,8 @@ def _reference(app: App, pod: Pod, start: int) -> tuple[list[str], dict[str, str
                 break
         else:
             statuses[ni.name] = _describe(st)
-    return feasible, statuses, (start + processed) % n
+            rejecting.add(f"{'pending' if st.code == Code.PENDING else 'unschedulable'}/{st.plugin}")
+    return feasible, statuses, (start + processed) % n, rejecting
 
 
 def _describe(s: Status) -> str:
@@ -107,7 +109,7 @@ def test_chunked_search_checks_the_same_nodes_as_kube_node_by_node(seed: int) ->
     _cluster(app, rng, rng.choice([5, 120, 300]))
     pod = make_pod("p").uid("p").req(cpu=rng.choice(["100m", "1500m", "3"])).priority(500).obj()
     start = rng.randrange(len(app.scheduler.snapshot.list()))
-    want_feasible, want_statuses, want_next = _reference(app, pod, start)
+    want_feasible, want_statuses, want_next, want_rejecting = _reference(app, pod, start)
 
     sched = app.scheduler
     sched.next_start_node_index = start
@@ -116,6 +118,9 @@ def test_chunked_search_checks_the_same_nodes_as_kube_node_by_node(seed: int) ->
     assert [ni.name for ni in feasible] == want_feasible
     assert {name: _describe(s) for name, s in diagnosis.node_to_status.items()} == want_statuses
     assert sched.next_start_node_index == want_next
+    assert {f"pending/{p}" for p in diagnosis.pending_plugins} | {
+        f"unschedulable/{p}" for p in diagnosis.unschedulable_plugins
+    } == want_rejecting
     assert isinstance(diagnosis, Diagnosis)
 
 
