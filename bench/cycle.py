@@ -70,8 +70,14 @@ class _NullWriter:
         return lambda *a, **k: None
 
 
+# What the API server's Priority admission plugin writes into spec.priority.
+_PRIORITY = {pc["metadata"]["name"]: pc["value"] for pc in wl.priority_classes()}
+
+
 def _pod_dict(template: wl.PodTemplate, name: str, index: int, node: str | None = None) -> dict[str, Any]:
     d = template(name)
+    if d["spec"].get("priorityClassName") in _PRIORITY:
+        d["spec"]["priority"] = _PRIORITY[d["spec"]["priorityClassName"]]
     md = d["metadata"]
     md["namespace"] = "bench"
     md["uid"] = f"uid-{name}"

@@ -286,6 +286,10 @@ class Framework:
         self.weights = {p.name: config.weights.get(p.name, 1) for p in self.score_plugins}
         # (plugin, its filter_nodes or None): batch Filter where the plugin offers it
         self._filter_batch = [(p, getattr(p, "filter_nodes", None)) for p in self.filter_plugins]
+        # (plugin, its PreFilterExtensions): asked once, as kube's runtime does at start
+        self._pre_filter_exts = [
+            (p, ext) for p in self.pre_filter_plugins if (ext := p.pre_filter_extensions()) is not None
+        ]
 
     # ---------------------------------------------------------------------------------- metrics
     def _observe(self, point: str, status: Status | None, start: float) -> None:
@@ -467,11 +471,8 @@ class Framework:
         self, method: str, state: CycleState, pod_to_schedule: Pod, other: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         point = "AddPod" if method == "add_pod" else "RemovePod"
-        for p in self.pre_filter_plugins:
+        for p, ext in self._pre_filter_exts:
             if p.name in state.skip_filter_plugins:
-                continue
-            ext = p.pre_filter_extensions()
-            if ext is None:
                 continue
             fn = ext.add_pod if method == "add_pod" else ext.remove_pod
             try:

@@ -548,11 +548,14 @@ class PodInfo:
     """A pod plus what plugins derive from it once (``memo``: a per-pod cache plugins may fill, keyed
     by plugin name). Built once per pod version and shared by the queue, the cache and the snapshot."""
 
-    __slots__ = ("has_affinity", "has_required_anti_affinity", "memo", "pod")
+    __slots__ = ("has_affinity", "has_required_anti_affinity", "host_ports", "memo", "pod", "pvc_keys")
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
         self.memo: dict[str, Any] = {}
+        # what a NodeInfo counts when the pod is added or removed (preemption's dry runs do that a lot)
+        self.host_ports = pod.host_ports
+        self.pvc_keys = tuple(f"{pod.namespace}/{claim}" for claim in pod.pvc_names) if pod.volumes else ()
         aff = pod.affinity or {}
         pa = aff.get("podAffinity") or {}
         paa = aff.get("podAntiAffinity") or {}
@@ -687,10 +690,9 @@ class NodeInfo:
         self.requested.allowed_pod_number += 1
         self.non_zero_requested.milli_cpu += pod.non_zero_requests.milli_cpu
         self.non_zero_requested.memory += pod.non_zero_requests.memory
-        for port in pod.host_ports:
+        for port in pi.host_ports:
             self.used_ports.add(port.host_ip, port.protocol, port.host_port)
-        for claim in pod.pvc_names:
-            key = f"{pod.namespace}/{claim}"
+        for key in pi.pvc_keys:
             self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
         self.generation = next_generation()
         return pi
@@ -704,18 +706,19 @@ class NodeInfo:
             return False
         del self.pods[i]
         old = pi.pod
-        self.pods_with_affinity = [x for x in self.pods_with_affinity if x.pod.uid != old.uid]
-        self.pods_with_required_anti_affinity = [
-            x for x in self.pods_with_required_anti_affinity if x.pod.uid != old.uid
-        ]
+        if pi.has_affinity:
+            self.pods_with_affinity = [x for x in self.pods_with_affinity if x.pod.uid != old.uid]
+        if pi.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity = [
+                x for x in self.pods_with_required_anti_affinity if x.pod.uid != old.uid
+            ]
         self.requested.sub(old.requests)
         self.requested.allowed_pod_number -= 1
         self.non_zero_requested.milli_cpu -= old.non_zero_requests.milli_cpu
         self.non_zero_requested.memory -= old.non_zero_requests.memory
-        for port in old.host_ports:
+        for port in pi.host_ports:
             self.used_ports.remove(port.host_ip, port.protocol, port.host_port)
-        for claim in old.pvc_names:
-            key = f"{old.namespace}/{claim}"
+        for key in pi.pvc_keys:
             n = self.pvc_ref_counts.get(key, 0) - 1
             if n > 0:
                 self.pvc_ref_counts[key] = n
