@@ -18,7 +18,7 @@ pyscheduler and kube-scheduler from the outside, the same way for both.
   the per-pod bind times (the last, partial bucket is scaled to a rate); the summary is the average and
   p50/p90/p99 of those samples, as scheduler_perf's throughput collector reports them.
 - ``ProcStats``: CPU seconds (utime+stime from ``/proc/<pid>/stat``) and peak RSS (``VmHWM`` from
-  ``/proc/<pid>/status``) of one scheduler process.
+  ``/proc/<pid>/status``) of a scheduler's process tree (pyscheduler's HTTP worker counts too).
 - ``bind_ceiling``: the API server's own limit for the Binding step: N threads posting Bindings for
   pre-created pending pods (schedulerName ``nobody``) as fast as they can.
 """
@@ -339,34 +339,82 @@ class Summary:
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def _ppids() -> dict[int, int]:
+    """pid -> parent pid of every process (from /proc/<pid>/stat: no /proc/<pid>/task/*/children here)."""
+    out: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read().decode()
+        except OSError:
+            continue
+        out[int(name)] = int(raw[raw.rindex(")") + 2:].split()[1])
+    return out
+
+
+def _cpu_of(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()  # the command name may contain spaces
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+
+
+def _hwm_mb_of(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
 @dataclass
 class ProcStats:
-    """CPU seconds and peak RSS of one process, read from /proc."""
+    """CPU seconds and peak RSS of a scheduler: its process and every process it started (pyscheduler's
+    HTTP worker), read from /proc. A child's last reading is kept after it exits."""
 
     pid: int
     last_cpu: float = 0.0
     last_hwm_mb: float = 0.0
     samples: list[tuple[float, float]] = field(default_factory=list)
+    _cpu: dict[int, float] = field(default_factory=dict)
+    _hwm: dict[int, float] = field(default_factory=dict)
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for p, pp in _ppids().items():
+            children.setdefault(pp, []).append(p)
+        seen, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            seen.append(p)
+            todo.extend(children.get(p, ()))
+        return seen
 
     def cpu_seconds(self) -> float:
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                raw = f.read().decode()
-        except OSError:
-            return self.last_cpu
-        fields = raw[raw.rindex(")") + 2:].split()  # the command name may contain spaces
-        self.last_cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+        for p in self._tree():
+            v = _cpu_of(p)
+            if v is not None:
+                self._cpu[p] = v
+        if self._cpu:
+            self.last_cpu = sum(self._cpu.values())
         return self.last_cpu
 
     def peak_rss_mb(self) -> float:
-        try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        self.last_hwm_mb = int(line.split()[1]) / 1024.0
-                        break
-        except OSError:
-            pass
+        """The sum of each process's own peak (an upper bound on the tree's peak)."""
+        for p in self._tree():
+            v = _hwm_mb_of(p)
+            if v is not None:
+                self._hwm[p] = v
+        if self._hwm:
+            self.last_hwm_mb = sum(self._hwm.values())
         return self.last_hwm_mb
 
 

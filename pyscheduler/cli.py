@@ -72,7 +72,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     kubeconfig = args.kubeconfig or (config.client_connection.kubeconfig or None)
     conf = load_configuration(kubeconfig, in_cluster_dir=args.in_cluster_dir)
-    api = Api(conf, qps=config.client_connection.qps, burst=config.client_connection.burst)
+    api = Api(
+        conf,
+        qps=config.client_connection.qps,
+        burst=config.client_connection.burst,
+        http_worker=args.http_worker,
+    )
+    if api.http_worker_pid is not None:
+        log.info("sending API writes from a worker process", pid=api.http_worker_pid)
 
     from pyscheduler.app import build_app
 
@@ -153,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         elector.stop(release=True)
     if server is not None:
         server.stop()
+    api.close()
     log.info("pyscheduler stopped")
     return 1 if leader_lost else 0
 
@@ -266,6 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tls-private-key-file", help="key for --tls-cert-file")
     r.add_argument("--log-format", choices=("auto", "console", "json"), default="auto")
     r.add_argument("--log-level", default=os.environ.get("PYSCHEDULER_LOG_LEVEL", "info"))
+    r.add_argument(
+        "--http-worker",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("PYSCHEDULER_HTTP_WORKER", "1") not in ("0", "false", "no"),
+        help="send Bindings, Events and status patches from a second process, so that HTTP does not "
+        "share the scheduling thread's GIL (default: on; env PYSCHEDULER_HTTP_WORKER=0 turns it off)",
+    )
     r.set_defaults(fn=cmd_run)
 
     ex = sub.add_parser(

@@ -54,6 +54,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.rest import should_bypass_proxies
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from pyscheduler.client.http_worker import HttpWorker, WorkerError
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Pod
@@ -279,8 +280,8 @@ def _keepalive_options() -> list[tuple[int, int, int]]:
     return opts
 
 
-def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> urllib3.PoolManager:
-    """A keep-alive PoolManager with the Configuration's TLS and proxy settings; urllib3 retries off."""
+def pool_kwargs(configuration: k8s_client.Configuration, maxsize: int = 64) -> dict[str, Any]:
+    """``urllib3.PoolManager`` arguments for the Configuration's TLS settings (all picklable)."""
     kw: dict[str, Any] = {
         "num_pools": 4,
         "maxsize": maxsize,
@@ -297,10 +298,21 @@ def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> url
         kw["assert_hostname"] = configuration.assert_hostname
     if getattr(configuration, "tls_server_name", None):
         kw["server_hostname"] = configuration.tls_server_name
+    return kw
+
+
+def _uses_proxy(configuration: k8s_client.Configuration) -> bool:
     proxy = configuration.proxy
-    if proxy and not should_bypass_proxies(
+    return bool(proxy) and not should_bypass_proxies(
         configuration.host, getattr(configuration, "no_proxy", None) or ""
-    ):
+    )
+
+
+def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> urllib3.PoolManager:
+    """A keep-alive PoolManager with the Configuration's TLS and proxy settings; urllib3 retries off."""
+    kw = pool_kwargs(configuration, maxsize)
+    proxy = configuration.proxy
+    if proxy and _uses_proxy(configuration):
         if proxy.split("://", 1)[0].lower().startswith("socks"):
             raise ValueError(f"SOCKS proxy {proxy!r} is not supported")
         return urllib3.ProxyManager(proxy, proxy_headers=configuration.proxy_headers, **kw)
@@ -362,6 +374,7 @@ class Api:
         auth_refresh_seconds: float = AUTH_REFRESH_SECONDS,
         pool: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        http_worker: bool = False,
     ) -> None:
         self.configuration = configuration
         self.server = str(configuration.host).rstrip("/")
@@ -382,6 +395,11 @@ class Api:
             self._origin = f"{parsed.scheme}://{parsed.netloc}"
             self._host_pool = self._pool.connection_from_url(self.server)
         self._timeouts: dict[float, urllib3.Timeout] = {}
+        # Writes (everything but GET) sent from a child process: see http_worker. Only for a direct
+        # connection through our own pool (not through a proxy, not with an injected pool).
+        self._worker: HttpWorker | None = None
+        if http_worker and self._host_pool is not None and not _uses_proxy(configuration):
+            self._worker = HttpWorker(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
         self._user_agent = user_agent
         self._auth: str | None = None
         self._auth_at = -1e18
@@ -391,7 +409,16 @@ class Api:
         self.requests_total = 0
         self.retries_total = 0
 
+    @property
+    def http_worker_pid(self) -> int | None:
+        """The HTTP worker process's pid while it runs (None: requests are sent in-process)."""
+        w = self._worker
+        return w.pid if w is not None and w.alive else None
+
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
         self._host_pool = None
         with contextlib.suppress(Exception):
             self._pool.clear()
@@ -449,26 +476,38 @@ class Api:
         t = self._timeouts.get(timeout)
         if t is None:
             t = self._timeouts[timeout] = urllib3.Timeout(connect=min(timeout, 10.0), read=timeout)
-        host_pool = self._host_pool
-        if host_pool is not None:
-            send, where = host_pool.urlopen, url[len(self._origin) :]
+        headers = self._headers(content_type if data is not None else None)
+        worker = self._worker
+        status: int
+        raw: bytes
+        if worker is not None and method != "GET" and worker.alive:
+            try:
+                status, reason, retry_after, raw = worker.request(
+                    method, url[len(self._origin) :], data, headers, min(timeout, 10.0), timeout
+                )
+            except WorkerError as e:
+                raise ApiConnectionError(0, e.kind, str(e), method, path) from e
         else:
-            send, where = self._pool.request, url
-        try:
-            resp = send(
-                method,
-                where,
-                body=data,
-                headers=self._headers(content_type if data is not None else None),
-                timeout=t,
-                retries=False,
-                redirect=False,
-                preload_content=True,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
-        status: int = resp.status
-        raw: bytes = resp.data or b""
+            host_pool = self._host_pool
+            if host_pool is not None:
+                send, where = host_pool.urlopen, url[len(self._origin) :]
+            else:
+                send, where = self._pool.request, url
+            try:
+                resp = send(
+                    method,
+                    where,
+                    body=data,
+                    headers=headers,
+                    timeout=t,
+                    retries=False,
+                    redirect=False,
+                    preload_content=True,
+                )
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
+            status, raw = resp.status, resp.data or b""
+            reason, retry_after = resp.reason or "", resp.headers.get("Retry-After")
         if status >= 400:
             if status == 401:
                 self._auth_at = -1e18  # re-read the credentials (a rotated token) on the next call
@@ -477,8 +516,8 @@ class Api:
                 raw,
                 method,
                 path,
-                http_reason=resp.reason or "",
-                retry_after=resp.headers.get("Retry-After"),
+                http_reason=reason,
+                retry_after=retry_after,
             )
         if not raw:
             return status, None
