@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import structlog
 
 from pyscheduler.framework.clock import Clock
@@ -359,6 +360,8 @@ class Scheduler:
         pod is nominated there) go node by node through the nominated-pods pass."""
         n = len(nodes)
         table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
+        # The snapshot's own list: node i is row i of its table, so a chunk's rows are a range.
+        own = table is not None and nodes is self.snapshot.list() and table.size == n
         over = fwk.filters_are_batched(state) if hasattr(fwk, "filters_are_batched") else False
         done = found = 0
         while done < n and found < to_find:
@@ -367,11 +370,18 @@ class Scheduler:
                 size = min(n - done, max(wanted, -(-wanted * done * 5 // max(found, 1) // 4)))
             else:
                 size = min(wanted, n - done)
-            first = start + done
+            first = (start + done) % n
             if first + size <= n:
-                chunk = NodeBatch(nodes[first : first + size], table)
+                rows = np.arange(first, first + size, dtype=np.int64) if own else None
+                chunk = NodeBatch(nodes[first : first + size], table, rows)
             else:
-                chunk = NodeBatch([nodes[(first + i) % n] for i in range(size)], table)
+                wrap = first + size - n
+                rows = (
+                    np.concatenate((np.arange(first, n, dtype=np.int64), np.arange(0, wrap, dtype=np.int64)))
+                    if own
+                    else None
+                )
+                chunk = NodeBatch([*nodes[first:], *nodes[:wrap]], table, rows)
             if nominated and any(ni.name in nominated for ni in chunk):
                 results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
             else:

@@ -396,7 +396,7 @@ class Cache:
         summaries = snap._image_summaries
         m = snap._node_info_map
         update_all = snap._tree_generation != self._tree.generation
-        update_affinity = False
+        flipped: list[NodeInfo] = []  # nodes whose pods with (anti-)affinity came or went
         changed: list[NodeInfo] = []
         snap_gen = snap.generation
         nodes = self._nodes
@@ -413,13 +413,14 @@ class Cache:
                 m[name] = clone
                 update_all = True
                 continue
-            if bool(existing.pods_with_affinity) != bool(clone.pods_with_affinity) or bool(
+            flip = bool(existing.pods_with_affinity) != bool(clone.pods_with_affinity) or bool(
                 existing.pods_with_required_anti_affinity
-            ) != bool(clone.pods_with_required_anti_affinity):
-                update_affinity = True
+            ) != bool(clone.pods_with_required_anti_affinity)
             for slot in _NODE_INFO_SLOTS:  # in place: the lists keep pointing at `existing`
                 setattr(existing, slot, getattr(clone, slot))
             changed.append(existing)
+            if flip:
+                flipped.append(existing)
         if nodes:
             snap.generation = max(snap.generation, nodes[next(reversed(nodes))].generation)
 
@@ -433,8 +434,8 @@ class Cache:
             snap._rebuild_lists(self._tree.list())
             snap._tree_generation = self._tree.generation
         else:
-            if update_affinity:
-                snap._rebuild_lists()
+            if flipped:
+                snap._update_lists(flipped)
             snap._table.update(changed)
 
         return len(snap._node_info_list) == self._tree.num_nodes

@@ -57,7 +57,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 
-from pyscheduler.framework.node_table import NodeTable
+import numpy as np
+
+from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.types import ImageStateSummary, Node, NodeInfo, Pod
 
 __all__ = ["NodeTree", "Snapshot", "zone_key"]
@@ -163,8 +165,9 @@ class Snapshot:
     def __init__(self) -> None:
         self._node_info_map: dict[str, NodeInfo] = {}
         self._node_info_list: builtins.list[NodeInfo] = []
-        self._have_affinity: builtins.list[NodeInfo] = []
-        self._have_required_anti_affinity: builtins.list[NodeInfo] = []
+        # the nodes with pods with (anti-)affinity, in list order, as batches that know their rows
+        self._have_affinity: Sequence[NodeInfo] = []
+        self._have_required_anti_affinity: Sequence[NodeInfo] = []
         self._image_counts: dict[str, int] = {}
         # one summary per image, shared by every NodeInfo.image_states entry for that image
         self._image_summaries: dict[str, ImageStateSummary] = {}
@@ -221,8 +224,43 @@ class Snapshot:
             self._node_info_list = [m[name] for name in order if name in m]
             self._table.rebuild(self._node_info_list)
         nodes = self._node_info_list
-        self._have_affinity = [ni for ni in nodes if ni.pods_with_affinity]
-        self._have_required_anti_affinity = [ni for ni in nodes if ni.pods_with_required_anti_affinity]
+        self._have_affinity = self._sublist([i for i, ni in enumerate(nodes) if ni.pods_with_affinity])
+        self._have_required_anti_affinity = self._sublist(
+            [i for i, ni in enumerate(nodes) if ni.pods_with_required_anti_affinity]
+        )
+
+    def _sublist(self, idx: builtins.list[int]) -> NodeBatch:
+        """The nodes at list positions ``idx`` (= their table rows), as a batch that knows its rows."""
+        nodes = self._node_info_list
+        return NodeBatch([nodes[i] for i in idx], self._table, np.array(idx, dtype=np.int64))
+
+    def _update_lists(self, flipped: Iterable[NodeInfo]) -> None:
+        """Insert or drop the listed nodes (whose pods with affinity or with required anti-affinity
+        came or went) in the two sublists, in list order, without rescanning every node."""
+        for ni in flipped:
+            for attr, has in (
+                ("_have_affinity", bool(ni.pods_with_affinity)),
+                ("_have_required_anti_affinity", bool(ni.pods_with_required_anti_affinity)),
+            ):
+                old = getattr(self, attr)
+                rows = old.rows() if isinstance(old, NodeBatch) and old.table is self._table else None
+                if rows is None or not 0 <= ni.row < len(self._node_info_list):
+                    self._rebuild_lists()
+                    return
+                pos = int(np.searchsorted(rows, ni.row))
+                present = pos < len(rows) and int(rows[pos]) == ni.row
+                if has and not present:
+                    setattr(
+                        self,
+                        attr,
+                        NodeBatch([*old[:pos], ni, *old[pos:]], self._table, np.insert(rows, pos, ni.row)),
+                    )
+                elif present and not has:
+                    setattr(
+                        self,
+                        attr,
+                        NodeBatch([*old[:pos], *old[pos + 1 :]], self._table, np.delete(rows, pos)),
+                    )
 
     def _reset(self) -> None:
         """Forget everything (the next refresh rebuilds from scratch)."""

@@ -52,6 +52,8 @@ def _arange(n: int) -> I64:
 def rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> I64 | None:
     """``table.rows(nodes)``; for the table's own node list (the snapshot's ``list()``), row i is
     ``nodes[i]`` by identity, so only the generations need reading (one pass instead of two)."""
+    if isinstance(nodes, NodeBatch) and nodes.table is table:
+        return nodes.rows()  # rows given by the snapshot (its sublists) or looked up and checked once
     n = len(nodes)
     if n == table.size and isinstance(nodes, list) and nodes == table.infos:  # identity, element-wise
         gens = np.fromiter(map(_GENERATION, nodes), np.int64, n)

@@ -155,11 +155,13 @@ class NodeBatch(list[NodeInfo]):
 
     __slots__ = ("_rows", "_rows_done", "table")
 
-    def __init__(self, nodes: Iterable[NodeInfo], table: NodeTable | None) -> None:
+    def __init__(self, nodes: Iterable[NodeInfo], table: NodeTable | None, rows: I64 | None = None) -> None:
+        """``rows``: the nodes' rows when the caller knows them (a range of the snapshot's own list,
+        whose row i is its i-th node); otherwise they are looked up and checked on first use."""
         super().__init__(nodes)
         self.table = table
-        self._rows: I64 | None = None
-        self._rows_done = False
+        self._rows: I64 | None = rows
+        self._rows_done = rows is not None
 
     def subset(self, idx: list[int]) -> NodeBatch:
         """The nodes at positions ``idx``, with their rows taken from this batch's (no recount)."""

@@ -567,3 +567,43 @@ CacheMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestCacheStateMachine = CacheMachine.TestCase
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_snapshot_affinity_lists_follow_pods_coming_and_going(seed: int) -> None:
+    """The snapshot updates its lists of nodes with (anti-)affinity pods in place, node by node; they
+    must always equal a fresh scan, in list order, with each node's table row."""
+    import random
+
+    rng = random.Random(seed)
+    cache = Cache()
+    for i in range(30):
+        cache.add_node(make_node(f"n{i}").label("topology.kubernetes.io/zone", f"z{i % 3}").obj())
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    placed: dict[str, Pod] = {}
+    for step in range(200):
+        if placed and rng.random() < 0.4:
+            pod = placed.pop(rng.choice(sorted(placed)))
+            cache.remove_pod(pod)
+        else:
+            b = make_pod(f"p{step}").uid(f"u{step}").node(f"n{rng.randrange(30)}")
+            kind = rng.randrange(3)
+            if kind == 1:
+                b.pod_affinity("kubernetes.io/hostname", {"app": "x"}, weight=5)
+            elif kind == 2:
+                b.pod_affinity("kubernetes.io/hostname", {"app": "x"}, anti=True)
+            pod = b.obj()
+            cache.add_pod(pod)
+            placed[pod.name] = pod
+        cache.update_snapshot(snap)
+        nodes = snap.list()
+        want_aff = [ni.name for ni in nodes if ni.pods_with_affinity]
+        want_anti = [ni.name for ni in nodes if ni.pods_with_required_anti_affinity]
+        assert [ni.name for ni in snap.have_pods_with_affinity_list()] == want_aff
+        assert [ni.name for ni in snap.have_pods_with_required_anti_affinity_list()] == want_anti
+        table = snap.node_table()
+        for lst in (snap.have_pods_with_affinity_list(), snap.have_pods_with_required_anti_affinity_list()):
+            rows = table.rows(lst)  # looked up from the nodes themselves and checked
+            assert rows is not None and [nodes[r].name for r in rows] == [ni.name for ni in lst]
+            assert list(lst.rows()) == [nodes.index(ni) for ni in lst]  # type: ignore[attr-defined]
