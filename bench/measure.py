@@ -429,6 +429,8 @@ class Ceiling:
     errors: int
     create_seconds: float = math.nan  # creating the same pods beforehand, no scheduler running
     creators: int = 0
+    # the same, but each Binding followed by the Scheduled event a scheduler posts (2 writes per pod)
+    with_events_seconds: float = math.nan
 
     @property
     def per_second(self) -> float:
@@ -438,26 +440,55 @@ class Ceiling:
     def create_per_second(self) -> float:
         return self.bindings / self.create_seconds if self.create_seconds > 0 else math.nan
 
+    @property
+    def with_events_per_second(self) -> float:
+        return self.bindings / self.with_events_seconds if self.with_events_seconds > 0 else math.nan
+
     def as_dict(self) -> dict[str, float]:
         return {"bindings": self.bindings, "seconds": self.seconds, "threads": self.threads,
                 "errors": self.errors, "bindings_per_second": self.per_second,
                 "create_seconds": self.create_seconds, "creators": self.creators,
-                "creates_per_second": self.create_per_second}
+                "creates_per_second": self.create_per_second,
+                "with_events_seconds": self.with_events_seconds,
+                "bindings_with_events_per_second": self.with_events_per_second}
+
+
+def _scheduled_event(namespace: str, pod: str, node: str, i: int) -> bytes:
+    """The events.k8s.io/v1 Event a scheduler posts for a bound pod (as pyscheduler's recorder does)."""
+    now = time.time()
+    return orjson.dumps({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": f"{pod}.{int(now * 1e9) + i:x}", "namespace": namespace},
+        "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z",
+        "reportingController": "bench-ceiling", "reportingInstance": "bench-ceiling",
+        "action": "Binding", "reason": "Scheduled", "type": "Normal",
+        "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": pod},
+        "note": f"Successfully assigned {namespace}/{pod} to {node}",
+    })
 
 
 def bind_ceiling(endpoint: Endpoint, namespace: str, pods: Sequence[str], nodes: Sequence[str],
-                 threads: int) -> Ceiling:
-    """Post a Binding for every (pending, unscheduled) pod, round-robin over ``nodes``; time it."""
+                 threads: int, with_events: bool = False) -> Ceiling:
+    """Post a Binding for every (pending, unscheduled) pod, round-robin over ``nodes``; time it. With
+    ``with_events``, each Binding is followed by the pod's Scheduled event, as a scheduler does."""
     jobs = [
         (f"/api/v1/namespaces/{namespace}/pods/{p}/binding",
          orjson.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": p},
-                       "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]}}))
+                       "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]}}),
+         _scheduled_event(namespace, p, nodes[i % len(nodes)], i) if with_events else b"")
         for i, p in enumerate(pods)
     ]
+    events_path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
 
-    def bind(conn: Conn, job: tuple[str, bytes]) -> str | None:
+    def bind(conn: Conn, job: tuple[str, bytes, bytes]) -> str | None:
         status, data = conn.request("POST", job[0], job[1])
-        return None if status == 201 else f"HTTP {status}: {data[:120]!r}"
+        if status != 201:
+            return f"HTTP {status}: {data[:120]!r}"
+        if job[2]:
+            status, data = conn.request("POST", events_path, job[2])
+            if status != 201:
+                return f"event: HTTP {status}: {data[:120]!r}"
+        return None
 
     t0 = time.monotonic()
     errors = run_parallel(endpoint, jobs, bind, threads)
