@@ -137,3 +137,49 @@ def test_a_node_whose_nominated_pod_takes_the_room_is_rejected_in_a_chunk() -> N
     assert sorted(ni.name for ni in feasible) == ["n0", "n1", "n3"]
     assert diagnosis.node_to_status["n2"].reasons == ("Insufficient cpu",)
     assert all(isinstance(ni, NodeInfo) for ni in feasible)
+
+
+class _Flaky:
+    """A batched Filter plugin that errors on one node and passes the rest."""
+
+    name = "Flaky"
+
+    def __init__(self, bad: str) -> None:
+        self.bad = bad
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return Status.as_error("disk on fire") if node_info.name == self.bad else None
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Any) -> list[Status | None]:
+        return [self.filter(state, pod, ni) for ni in nodes]
+
+
+@pytest.mark.parametrize("bad_index", [0, 150, 299])
+def test_an_error_anywhere_in_a_chunk_fails_the_search(bad_index: int) -> None:
+    """Even when the chunk holds enough passing nodes before it (kube checks nodes in parallel, so an
+    Error on any node it reaches fails the cycle)."""
+    from pyscheduler.framework.registry import PluginSpec
+
+    reg = dict(full_registry())
+
+    def new(args: Any, handle: Any) -> _Flaky:
+        return _Flaky(f"n{bad_index}")
+
+    reg["Flaky"] = PluginSpec("Flaky", new)
+    doc: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "percentageOfNodesToScore": 100,
+        "profiles": [
+            {"schedulerName": "py-scheduler", "plugins": {"filter": {"enabled": [{"name": "Flaky"}]}}}
+        ],
+    }
+    cfg = parse_config(doc, reg, lambda n: plugin_extension_points(reg[n]))
+    app = build_app(cfg, reg, object(), recorder=_Null(), writer=_Null())
+    for i in range(300):
+        app.cache.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110).obj())
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    sched = app.scheduler
+    pod = make_pod("p").uid("p").req(cpu="100m").obj()
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        sched.find_nodes_that_fit(app.profiles["py-scheduler"], CycleState(), pod, sched.snapshot.list())
