@@ -237,8 +237,10 @@ class Scheduler:
             raise FitError(pod, len(all_nodes), diagnosis)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
-        table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
-        totals = self._prioritize_totals(fwk, state, pod, NodeBatch(feasible, table))
+        if not isinstance(feasible, NodeBatch):
+            table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
+            feasible = NodeBatch(feasible, table)
+        totals = self._prioritize_totals(fwk, state, pod, feasible)
         host = feasible[self._select_index(totals)].name
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
 
@@ -305,11 +307,19 @@ class Scheduler:
             nominated = self.queue.nominated_node_names()
         checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find, nominated)
         processed = 0
+        # the feasible nodes' table rows, while every chunk knows its rows (then scoring need not look
+        # them up)
+        row_parts: list[Any] | None = []
         for chunk, results in checked:
             need = to_find - len(feasible)
             passing = _count_none(results)
+            chunk_rows = chunk.known_rows if isinstance(chunk, NodeBatch) else None
+            if chunk_rows is None:
+                row_parts = None
             if passing == len(results) and passing <= need:  # all fit: nothing to record
                 feasible.extend(chunk)
+                if row_parts is not None:
+                    row_parts.append(chunk_rows)
                 processed += len(chunk)
             else:
                 # An Error ends the batch and leaves the nodes it did not finish None, so it fails the
@@ -327,7 +337,10 @@ class Scheduler:
                     if rejected and rejected[-1] >= used:
                         rejected = [i for i in rejected if i < used]
                         kinds = {id(s): s for s in [results[i] for i in rejected]}
-                feasible.extend([ni for ni, s in zip(chunk[:used], results, strict=False) if s is None])
+                ok = [i for i, s in enumerate(results[:used]) if s is None]
+                feasible.extend([chunk[i] for i in ok])
+                if row_parts is not None and chunk_rows is not None:
+                    row_parts.append(chunk_rows[ok])
                 statuses.update([(chunk[i].name, results[i]) for i in rejected])  # type: ignore[misc]
                 for st in kinds.values():
                     if st is not None and st.plugin:
@@ -339,6 +352,10 @@ class Scheduler:
             if len(feasible) >= to_find:
                 break
         self.next_start_node_index = (start + processed) % n
+        if row_parts and len(row_parts) == 1:
+            return NodeBatch(feasible, self.snapshot.node_table(), row_parts[0])
+        if row_parts:
+            return NodeBatch(feasible, self.snapshot.node_table(), np.concatenate(row_parts))
         return feasible
 
     def _filter_in_chunks(

@@ -171,6 +171,11 @@ class NodeBatch(list[NodeInfo]):
             b._rows_done = True
         return b
 
+    @property
+    def known_rows(self) -> I64 | None:
+        """The rows if already known (given or looked up), without looking them up."""
+        return self._rows if self._rows_done else None
+
     def rows(self) -> I64 | None:
         if not self._rows_done:
             self._rows = self.table.rows(self) if self.table is not None else None

@@ -114,8 +114,15 @@ def test_chunked_search_checks_the_same_nodes_as_kube_node_by_node(seed: int) ->
     sched = app.scheduler
     sched.next_start_node_index = start
     fwk = app.profiles["py-scheduler"]
-    feasible, diagnosis = sched.find_nodes_that_fit(fwk, CycleState(), pod, sched.snapshot.list())
+    state = CycleState()
+    feasible, diagnosis = sched.find_nodes_that_fit(fwk, state, pod, sched.snapshot.list())
     assert [ni.name for ni in feasible] == want_feasible
+    if len(feasible) > 1:
+        # the feasible nodes carry their table rows from the search; scoring through them must give
+        # what scoring node by node gives
+        by_rows = sched.prioritize_nodes(fwk, state, pod, feasible)
+        by_node = sched.prioritize_nodes(fwk, state, pod, [ni.clone() for ni in feasible])
+        assert by_rows == by_node
     assert {name: _describe(s) for name, s in diagnosis.node_to_status.items()} == want_statuses
     assert sched.next_start_node_index == want_next
     assert {f"pending/{p}" for p in diagnosis.pending_plugins} | {
@@ -183,3 +190,28 @@ def test_an_error_anywhere_in_a_chunk_fails_the_search(bad_index: int) -> None:
     pod = make_pod("p").uid("p").req(cpu="100m").obj()
     with pytest.raises(RuntimeError, match="disk on fire"):
         sched.find_nodes_that_fit(app.profiles["py-scheduler"], CycleState(), pod, sched.snapshot.list())
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_scores_from_the_searchs_rows_equal_scores_node_by_node(seed: int) -> None:
+    """Every node fits (differently loaded): the chunks pass whole and the feasible nodes keep the
+    chunks' table rows; the scores through them equal the scores of the same nodes looked up afresh."""
+    rng = random.Random(seed)
+    app = _app(None)
+    for i in range(200):
+        app.cache.add_node(make_node(f"n{i}").capacity(cpu="8", memory="32Gi", pods=110).obj())
+        for k in range(rng.randrange(6)):
+            app.cache.add_pod(
+                make_pod(f"e{i}-{k}").uid(f"e{i}-{k}").req(cpu="700m", memory="3Gi").node(f"n{i}").obj()
+            )
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    sched, fwk = app.scheduler, app.profiles["py-scheduler"]
+    sched.next_start_node_index = rng.randrange(200)
+    pod = make_pod("p").uid("p").req(cpu="500m", memory="1Gi").obj()
+    state = CycleState()
+    feasible, _ = sched.find_nodes_that_fit(fwk, state, pod, sched.snapshot.list())
+    assert len(feasible) == num_feasible_nodes_to_find(None, 200)
+    by_rows = sched.prioritize_nodes(fwk, state, pod, feasible)
+    by_node = sched.prioritize_nodes(fwk, state, pod, [ni.clone() for ni in feasible])
+    assert by_rows == by_node
+    assert len({s.score for s in by_rows}) > 1  # the loads differ, so a wrong row would show
