@@ -143,13 +143,26 @@ def post_objects(
     threads: int,
     sent: dict[str, float] | None = None,
     ok: tuple[int, ...] = (201,),
+    rate: float | None = None,
 ) -> list[str]:
     """POST pre-encoded objects ``(name, body)`` to ``path`` with ``threads`` creators.
 
-    ``sent[name]`` gets the monotonic time just before each request goes out. 429/5xx are retried."""
+    ``sent[name]`` gets the monotonic time just before each request goes out. 429/5xx are retried.
+    ``rate`` (objects/s): the k-th object is not sent before start + k/rate (open-loop arrivals), so
+    the schedulers compared see the same arrival rate whatever CPU they leave the creators."""
+    lock = threading.Lock()
+    seq = [0]
+    t0 = time.monotonic()
 
     def create(conn: Conn, item: tuple[str, bytes]) -> str | None:
         name, body = item
+        if rate:
+            with lock:
+                k = seq[0]
+                seq[0] += 1
+            delay = t0 + k / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
         for _ in range(20):
             if sent is not None:
                 sent[name] = time.monotonic()

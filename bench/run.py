@@ -410,7 +410,9 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
         create_errors: list[str] = []
 
         def creator() -> None:
-            create_errors.extend(post_objects(env.endpoint, pods_path, bodies, a.creators, sent=sent))
+            create_errors.extend(
+                post_objects(env.endpoint, pods_path, bodies, a.creators, sent=sent, rate=a.create_rate)
+            )
             created.set()
 
         if a.precreate:
@@ -635,6 +637,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--schedulers", default="kube-scheduler,pyscheduler", help="which to run (default: both)")
     p.add_argument("--repeat", type=int, default=1, help="runs per scheduler per workload; medians reported")
     p.add_argument("--creators", type=int, default=30, help="concurrent pod creators")
+    p.add_argument("--create-rate", type=float, default=None,
+                   help="create the measured pods at this many per second (open-loop arrivals; default: "
+                        "as fast as the creators can, which depends on the CPU the scheduler leaves them)")
     p.add_argument("--bind-threads", type=int, default=16, help="threads of the bind-ceiling client")
     p.add_argument("--timeout", type=float, help="seconds to wait for a phase's pods to bind")
     p.add_argument("--precreate", action="store_true",
