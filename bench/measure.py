@@ -352,28 +352,29 @@ class Summary:
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _ppids() -> dict[int, int]:
-    """pid -> parent pid of every process (from /proc/<pid>/stat: no /proc/<pid>/task/*/children here)."""
-    out: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                raw = f.read().decode()
-        except OSError:
-            continue
-        out[int(name)] = int(raw[raw.rindex(")") + 2:].split()[1])
-    return out
-
-
-def _cpu_of(pid: int) -> float | None:
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (which may contain spaces)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode()
     except OSError:
         return None
-    fields = raw[raw.rindex(")") + 2:].split()  # the command name may contain spaces
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def _ppids() -> dict[int, int]:
+    """pid -> parent pid of every process (from /proc/<pid>/stat: no /proc/<pid>/task/*/children here)."""
+    out: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (fields := _stat_fields(name)) is not None:
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def _cpu_of(pid: int) -> float | None:
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
 
 

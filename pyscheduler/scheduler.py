@@ -18,6 +18,7 @@ submitted to ``recorder``/``writer`` callables, so tests can run it with fakes.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import itertools
@@ -331,13 +332,14 @@ class Scheduler:
                         raise RuntimeError(st.message())
                 # Node by node, kube stops at the to_find-th feasible node: nodes after it in an
                 # over-fetched chunk are neither feasible nor recorded as rejected.
+                ok = [i for i, s in enumerate(results) if s is None]
                 used = len(results)
                 if passing > need:
-                    used = [i for i, s in enumerate(results) if s is None][need - 1] + 1
+                    ok = ok[:need]
+                    used = ok[-1] + 1
                     if rejected and rejected[-1] >= used:
-                        rejected = [i for i in rejected if i < used]
+                        rejected = rejected[: bisect.bisect_left(rejected, used)]
                         kinds = {id(s): s for s in [results[i] for i in rejected]}
-                ok = [i for i, s in enumerate(results[:used]) if s is None]
                 feasible.extend([chunk[i] for i in ok])
                 if row_parts is not None and chunk_rows is not None:
                     row_parts.append(chunk_rows[ok])
@@ -352,8 +354,6 @@ class Scheduler:
             if len(feasible) >= to_find:
                 break
         self.next_start_node_index = (start + processed) % n
-        if row_parts and len(row_parts) == 1:
-            return NodeBatch(feasible, self.snapshot.node_table(), row_parts[0])
         if row_parts:
             return NodeBatch(feasible, self.snapshot.node_table(), np.concatenate(row_parts))
         return feasible
@@ -379,7 +379,7 @@ class Scheduler:
         table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
         # The snapshot's own list: node i is row i of its table, so a chunk's rows are a range.
         own = table is not None and nodes is self.snapshot.list() and table.size == n
-        over = fwk.filters_are_batched(state) if hasattr(fwk, "filters_are_batched") else False
+        over = fwk.filters_are_batched(state)
         done = found = 0
         while done < n and found < to_find:
             wanted = to_find - found
@@ -388,17 +388,11 @@ class Scheduler:
             else:
                 size = min(wanted, n - done)
             first = (start + done) % n
+            rows = np.arange(first, first + size, dtype=np.int64) % n if own else None
             if first + size <= n:
-                rows = np.arange(first, first + size, dtype=np.int64) if own else None
                 chunk = NodeBatch(nodes[first : first + size], table, rows)
             else:
-                wrap = first + size - n
-                rows = (
-                    np.concatenate((np.arange(first, n, dtype=np.int64), np.arange(0, wrap, dtype=np.int64)))
-                    if own
-                    else None
-                )
-                chunk = NodeBatch([*nodes[first:], *nodes[:wrap]], table, rows)
+                chunk = NodeBatch([*nodes[first:], *nodes[: first + size - n]], table, rows)
             if nominated and any(ni.name in nominated for ni in chunk):
                 results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
             else:

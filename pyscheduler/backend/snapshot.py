@@ -250,17 +250,12 @@ class Snapshot:
                 pos = int(np.searchsorted(rows, ni.row))
                 present = pos < len(rows) and int(rows[pos]) == ni.row
                 if has and not present:
-                    setattr(
-                        self,
-                        attr,
-                        NodeBatch([*old[:pos], ni, *old[pos:]], self._table, np.insert(rows, pos, ni.row)),
-                    )
+                    new = NodeBatch([*old[:pos], ni, *old[pos:]], self._table, np.insert(rows, pos, ni.row))
                 elif present and not has:
-                    setattr(
-                        self,
-                        attr,
-                        NodeBatch([*old[:pos], *old[pos + 1 :]], self._table, np.delete(rows, pos)),
-                    )
+                    new = NodeBatch([*old[:pos], *old[pos + 1 :]], self._table, np.delete(rows, pos))
+                else:
+                    continue
+                setattr(self, attr, new)
 
     def _reset(self) -> None:
         """Forget everything (the next refresh rebuilds from scratch)."""

@@ -473,9 +473,7 @@ class Api:
     ) -> tuple[int, Any]:
         self.limiter.acquire()
         self.requests_total += 1
-        t = self._timeouts.get(timeout)
-        if t is None:
-            t = self._timeouts[timeout] = urllib3.Timeout(connect=min(timeout, 10.0), read=timeout)
+        connect = min(timeout, 10.0)
         headers = self._headers(content_type if data is not None else None)
         worker = self._worker
         status: int
@@ -483,11 +481,14 @@ class Api:
         if worker is not None and method != "GET" and worker.alive:
             try:
                 status, reason, retry_after, raw = worker.request(
-                    method, url[len(self._origin) :], data, headers, min(timeout, 10.0), timeout
+                    method, url[len(self._origin) :], data, headers, connect, timeout
                 )
             except WorkerError as e:
                 raise ApiConnectionError(0, e.kind, str(e), method, path) from e
         else:
+            t = self._timeouts.get(timeout)
+            if t is None:
+                t = self._timeouts[timeout] = urllib3.Timeout(connect=connect, read=timeout)
             host_pool = self._host_pool
             if host_pool is not None:
                 send, where = host_pool.urlopen, url[len(self._origin) :]

@@ -85,10 +85,12 @@ from .executor import (
     preempted_event_note,
 )
 from .victims import (
+    NO_VICTIMS,
     NO_VICTIMS_REASON,
     PDB,
     Candidate,
     filter_pods_with_pdb_violation,
+    has_lower_priority_pods,
     parse_pdbs,
     pick_one_node_for_preemption,
     select_victims_on_node,
@@ -256,12 +258,10 @@ class DefaultPreemption:
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         n = len(potential)
-        priority = pod.priority
         for i in range(n):
             ni = potential[(offset + i) % n]
-            if not any(pi.pod.priority < priority for pi in ni.pods):
-                # what select_victims_on_node says, without cloning the node and the cycle state
-                statuses[ni.name] = _NO_VICTIMS
+            if not has_lower_priority_pods(ni, pod):
+                statuses[ni.name] = NO_VICTIMS
                 continue
             victims, num_violations, status = select_victims_on_node(
                 self.handle, state.clone(), pod, ni.clone(), pdbs
@@ -316,9 +316,6 @@ class DefaultPreemption:
                 counter.inc()
             except Exception:  # metrics must never break scheduling
                 log.debug("preemption_attempts metric failed", exc_info=True)
-
-
-_NO_VICTIMS = Status.unresolvable(NO_VICTIMS_REASON)
 
 
 def _code(status: Status | None) -> Code:

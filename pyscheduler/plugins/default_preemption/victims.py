@@ -30,6 +30,7 @@ from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
 NO_VICTIMS_REASON = "No preemption victims found for incoming pod"
+NO_VICTIMS = Status.unresolvable(NO_VICTIMS_REASON)
 MAX_INT32 = 2**31 - 1
 
 
@@ -145,6 +146,13 @@ def filter_pods_with_pdb_violation(
 # ------------------------------------------------------------------------------------------ one node
 
 
+def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
+    """Whether ``node_info`` has a pod ``pod`` could evict; without one, select_victims_on_node answers
+    NO_VICTIMS, which callers can say without cloning the node and the cycle state."""
+    priority = pod.priority
+    return any(pi.pod.priority < priority for pi in node_info.pods)
+
+
 def select_victims_on_node(
     fh: FilterRunner,
     state: CycleState,
@@ -171,7 +179,7 @@ def select_victims_on_node(
         if err is not None:
             return [], 0, err
     if not potential:
-        return [], 0, Status.unresolvable(NO_VICTIMS_REASON)
+        return [], 0, NO_VICTIMS
 
     # If the pod does not fit even with every lower-priority pod gone, the node cannot help (kube does
     # not look for the case where the pod has affinity to a victim: not worth the cost).
