@@ -38,7 +38,7 @@ from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
 from pyscheduler.framework.node_table import NodeBatch
-from pyscheduler.framework.runtime import FitError, Framework
+from pyscheduler.framework.runtime import FitError, Framework, Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
@@ -448,13 +448,13 @@ class Scheduler:
     ) -> list[NodeScore]:
         """Every node's total score: weighted plugin scores plus extenders' (kube's prioritizeNodes)."""
         totals = self._prioritize_totals(fwk, state, pod, nodes)
-        return [NodeScore(n.name, t) for n, t in zip(nodes, totals, strict=True)]
+        return [NodeScore(n.name, t) for n, t in zip(nodes, totals.tolist(), strict=True)]
 
     def _prioritize_totals(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> list[int]:
+    ) -> Scores:
         if not fwk.has_score_plugins() and not self.extenders:
-            return [1] * len(nodes)
+            return np.ones(len(nodes), dtype=np.int64)
         s = fwk.run_pre_score_plugins(state, pod, nodes)
         if s is not None and not s.is_success():
             raise RuntimeError(s.message())
@@ -463,7 +463,7 @@ class Scheduler:
             raise RuntimeError(s.message())
         if not self.extenders:
             return node_totals
-        totals = {n.name: t for n, t in zip(nodes, node_totals, strict=True)}
+        totals = {n.name: t for n, t in zip(nodes, node_totals.tolist(), strict=True)}
         for ext in self.extenders:
             if not ext.is_interested(pod):
                 continue
@@ -478,24 +478,19 @@ class Scheduler:
             for name, v in ext_scores.items():
                 if name in totals:
                     totals[name] += v * weight * 10
-        return [totals.get(n.name, 0) for n in nodes]
+        return np.array([totals.get(n.name, 0) for n in nodes], dtype=np.int64)
 
     def select_host(self, scores: list[NodeScore]) -> str:
         """Highest score; ties broken uniformly at random, as kube does."""
-        return scores[self._select_index([ns.score for ns in scores])].name
+        return scores[self._select_index(np.array([ns.score for ns in scores], dtype=np.int64))].name
 
-    def _select_index(self, totals: Sequence[int]) -> int:
-        if not totals:
+    def _select_index(self, totals: Scores) -> int:
+        """The index of the highest total; among ties, the k-th with k uniform (kube's reservoir
+        sampling picks each tied node with the same probability). The RNG is drawn only on a tie."""
+        if not len(totals):
             raise RuntimeError("empty priority list")
-        best = max(totals)
-        count = totals.count(best) if isinstance(totals, list) else sum(1 for v in totals if v == best)
-        k = 0 if count == 1 else self.rng.randrange(count)  # the k-th best, uniformly
-        for i, v in enumerate(totals):
-            if v == best:
-                if k == 0:
-                    return i
-                k -= 1
-        raise AssertionError("unreachable")
+        ties = np.flatnonzero(totals == totals.max())
+        return int(ties[0 if len(ties) == 1 else self.rng.randrange(len(ties))])
 
     # ------------------------------------------------------------------------------------ binding
     def _binding_cycle(

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.status import Status
@@ -41,6 +44,10 @@ class NodeScore:
 
 
 NodeScoreList = list[NodeScore]
+
+ScoreValues: TypeAlias = "Sequence[int] | npt.NDArray[np.int64]"
+"""Scores of many nodes, one per node: a list of ints or an int64 NumPy array (``score_nodes``,
+``normalize_scores``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +165,8 @@ class ScoreExtensions(Protocol):
     def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None: ...
 
     # Optional, used instead when present: the same on plain values, returning the new ones
-    # def normalize_scores(self, state, pod, values: list[int]) -> tuple[list[int], Status | None]
+    # def normalize_scores(self, state, pod, values: ScoreValues) -> tuple[ScoreValues, Status | None]
+    # (``values`` is a 1-D int64 NumPy array; return an array or a list of ints, one per value)
 
 
 @runtime_checkable
@@ -171,11 +179,12 @@ class ScorePlugin(Plugin, Protocol):
 @runtime_checkable
 class BatchScorePlugin(ScorePlugin, Protocol):
     """Optional: Score many nodes in one call. Returns the score of each node of ``nodes`` in order
-    (before NormalizeScore), exactly what ``score`` gives for it, or a non-success Status."""
+    (before NormalizeScore), exactly what ``score`` gives for it, or a non-success Status. An int64
+    NumPy array is taken as it is; a list is converted (the runtime adds scores up as int64 arrays)."""
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[Sequence[int], Status | None]: ...
+    ) -> tuple[ScoreValues, Status | None]: ...
 
 
 @runtime_checkable

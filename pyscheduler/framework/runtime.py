@@ -64,6 +64,9 @@ from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
+Scores = np.ndarray[Any, np.dtype[np.int64]]
+"""One int64 score per node, in the order of the nodes scored."""
+
 EXTENSION_POINTS = (
     "preEnqueue",
     "queueSort",
@@ -233,6 +236,38 @@ class _ScoreFailure(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message())
         self.status = status
+
+
+def _score_array(raw: Any, plugin: str) -> Scores:
+    """Scores as an int64 array (kube's int64): NumPy integer arrays as they are, lists converted once.
+    A value that is not a whole number in int64's range is the plugin's error, as kube's could not be."""
+    arr = raw if isinstance(raw, np.ndarray) else np.array(raw if isinstance(raw, list) else list(raw))
+    if arr.ndim == 1:
+        kind = arr.dtype.kind
+        if kind in "ib" or (kind == "u" and (not len(arr) or arr.max() <= _INT64_MAX)):
+            return arr.astype(np.int64, copy=False)
+        if not len(arr):  # np.array([]) is float64
+            return np.zeros(0, dtype=np.int64)
+        if (
+            kind == "f"
+            and np.isfinite(arr).all()
+            and (arr == np.floor(arr)).all()
+            and abs(arr).max() < 2.0**63
+        ):
+            return arr.astype(np.int64)
+    bad = next((v for v in np.ravel(arr).tolist() if not _is_int64(v)), arr)
+    raise _ScoreFailure(
+        Status.as_error(f"plugin {plugin!r} returns a score that is not an int64: {bad!r}", plugin)
+    )
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _is_int64(v: object) -> bool:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return isinstance(v, int) and -_INT64_MAX - 1 <= v <= _INT64_MAX
 
 
 def _err(plugin: str, point: str, e: BaseException) -> Status:
@@ -539,34 +574,33 @@ class Framework:
         per_plugin, st = self._score(state, pod, nodes)
         if st is not None:
             return [], st
+        columns = {name: scores.tolist() for name, scores in per_plugin.items()}
         out: list[tuple[str, int, dict[str, int]]] = []
         for i, ni in enumerate(nodes):
-            detail = {name: scores[i] for name, scores in per_plugin.items()}
+            detail = {name: scores[i] for name, scores in columns.items()}
             out.append((ni.name, sum(detail.values()), detail))
         return out, None
 
     def run_score_plugins_totals(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status | None]:
-        """The weighted total score of each node, in the order of ``nodes``."""
+    ) -> tuple[Scores, Status | None]:
+        """The weighted total score of each node, in the order of ``nodes`` (an int64 array)."""
         per_plugin, st = self._score(state, pod, nodes)
         if st is not None:
-            return [], st
-        columns = list(per_plugin.values())
-        if not columns:
-            return [0] * len(nodes), None
-        if len(columns) == 1:
-            return list(columns[0]), None
-        if len(nodes) >= 64:  # one C loop instead of a Python sum per node
-            total: list[int] = np.sum(np.array(columns, dtype=np.int64), axis=0).tolist()
-            return total, None
-        return [sum(t) for t in zip(*columns, strict=True)], None
+            return np.zeros(0, dtype=np.int64), st
+        total: Scores | None = None
+        for scores in per_plugin.values():
+            if total is None:
+                total = scores.copy()
+            else:
+                total += scores
+        return (total if total is not None else np.zeros(len(nodes), dtype=np.int64)), None
 
     def _score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[dict[str, list[int]], Status | None]:
+    ) -> tuple[dict[str, Scores], Status | None]:
         start = time.perf_counter()
-        per_plugin: dict[str, list[int]] = {}
+        per_plugin: dict[str, Scores] = {}
         skip = state.skip_score_plugins
         for p in self.score_plugins:
             if p.name in skip:
@@ -584,40 +618,32 @@ class Framework:
         self._observe("Score", None, start)
         return per_plugin, None
 
-    def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
-        score = p.score
+    def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Scores:
+        """One plugin's weighted, normalized scores for ``nodes`` as an int64 array."""
         ext = p.score_extensions()
         batch = getattr(p, "score_nodes", None)
+        raw: Any
         if batch is not None:
             raw, s = batch(state, pod, nodes)
             if s is not None and s.code != Code.SUCCESS:
                 raise _ScoreFailure(s.with_plugin(p.name))
-            values = raw if isinstance(raw, list) else raw.tolist() if hasattr(raw, "tolist") else list(raw)
-            if len(values) != len(nodes):
+            if len(raw) != len(nodes):
                 raise _ScoreFailure(
-                    Status.as_error(
-                        f"score_nodes returned {len(values)} scores for {len(nodes)} nodes", p.name
-                    )
+                    Status.as_error(f"score_nodes returned {len(raw)} scores for {len(nodes)} nodes", p.name)
                 )
-            if ext is not None:
-                values = self._normalize(p, ext, state, pod, nodes, values)
-        elif ext is None:
-            values = []
-            for ni in nodes:
-                v, s = score(state, pod, ni)
-                if s is not None and s.code != Code.SUCCESS:
-                    raise _ScoreFailure(s.with_plugin(p.name))
-                values.append(v)
         else:
-            values = []
+            score = p.score
+            raw = []
             for ni in nodes:
                 v, s = score(state, pod, ni)
                 if s is not None and s.code != Code.SUCCESS:
                     raise _ScoreFailure(s.with_plugin(p.name))
-                values.append(v)
-            values = self._normalize(p, ext, state, pod, nodes, values)
-        if values and (max(values) > MAX_NODE_SCORE or min(values) < MIN_NODE_SCORE):
-            bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
+                raw.append(v)
+        values = _score_array(raw, p.name)
+        if ext is not None:
+            values = _score_array(self._normalize(p, ext, state, pod, nodes, values), p.name)
+        if len(values) and (values.max() > MAX_NODE_SCORE or values.min() < MIN_NODE_SCORE):
+            bad = values[(values > MAX_NODE_SCORE) | (values < MIN_NODE_SCORE)][0]
             raise _ScoreFailure(
                 Status.as_error(
                     f"plugin {p.name!r} returns an invalid score {bad}, it should in the range of "
@@ -626,7 +652,9 @@ class Framework:
                 )
             )
         w = self.weights.get(p.name, 1)
-        return [v * w for v in values] if w != 1 else values
+        if w != 1:
+            values = values * w
+        return values
 
     def _normalize(
         self,
@@ -635,21 +663,25 @@ class Framework:
         state: CycleState,
         pod: Pod,
         nodes: Sequence[NodeInfo],
-        values: list[int],
-    ) -> list[int]:
-        """NormalizeScore: on plain values when the extension offers ``normalize_scores``, else on a
+        values: Scores,
+    ) -> Sequence[int]:
+        """NormalizeScore: on the int64 array when the extension offers ``normalize_scores``, else on a
         NodeScore per node (the kube-shaped API plugins implement)."""
         batch = getattr(ext, "normalize_scores", None)
-        out: list[int]
+        out: Sequence[int]
         s: Status | None
         if batch is not None:
             out, s = batch(state, pod, values)
         else:
-            node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values, strict=True)]
+            node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values.tolist(), strict=True)]
             s = ext.normalize_score(state, pod, node_scores)
             out = [ns.score for ns in node_scores]
         if s is not None and not s.is_success():
             raise _ScoreFailure(s.with_plugin(p.name))
+        if len(out) != len(values):
+            raise _ScoreFailure(
+                Status.as_error(f"NormalizeScore returned {len(out)} scores for {len(values)} nodes", p.name)
+            )
         return out
 
     # ---------------------------------------------------------------------------------- reserve/permit

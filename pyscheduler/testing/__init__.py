@@ -14,6 +14,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     FakeClock                             pyscheduler.testing.clock            time that moves only when told
     Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
     make_handle                           here                                 a FrameworkHandle for a plugin factory
+    score_list                            here                                 score_nodes' result with a list of ints
 
 Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
 an unknown attribute raises AttributeError so that ``from pyscheduler.testing import devcluster`` still
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pyscheduler.framework.clock import Clock
     from pyscheduler.framework.interfaces import SnapshotLister
     from pyscheduler.framework.runtime import FrameworkHandle
+    from pyscheduler.framework.status import Status
     from pyscheduler.framework.types import Pod, PodInfo
     from pyscheduler.testing.builders import (
         NodeBuilder,
@@ -52,6 +54,7 @@ __all__ = [
     "make_node",
     "make_node_info",
     "make_pod",
+    "score_list",
 ]
 
 _LAZY = {
@@ -77,6 +80,14 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def score_list(result: tuple[Any, Status | None]) -> tuple[list[int], Status | None]:
+    """``score_nodes``' result with the scores as a list of Python ints (plugins may return an int64
+    array, which ``==`` would compare element by element): ``assert score_list(pl.score_nodes(...)) ==
+    ([...], None)``."""
+    values, status = result
+    return [int(v) for v in values], status
 
 
 class _Nominations:

@@ -62,6 +62,7 @@ from pyscheduler.framework.interfaces import (
     Handle,
     NodeScoreList,
     PreFilterResult,
+    ScoreValues,
 )
 from pyscheduler.framework.node_rows import (
     I64,
@@ -802,7 +803,7 @@ class InterPodAffinity:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node: per topology key, the scores looked up by label code."""
         s = state.get(PRE_SCORE_STATE_KEY)
         br = table_rows(nodes, self._snapshot())
@@ -819,7 +820,7 @@ class InterPodAffinity:
             else:
                 per = col.per_code(s.topology_score[key])
             total += per[col.codes[rows]]
-        return total.tolist(), None
+        return total, None
 
     def score_extensions(self) -> InterPodAffinity:
         return self

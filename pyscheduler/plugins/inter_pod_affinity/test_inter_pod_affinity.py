@@ -27,6 +27,7 @@ from pyscheduler.plugins.inter_pod_affinity import (
     PreScoreState,
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import ParsedAffinity, terms_of
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 OK = Code.SUCCESS
@@ -1130,11 +1131,11 @@ def compare_cycle(
     if st_fast is None:
         batch = NodeBatch(candidates, table)
         want_scores = [slow.score(ss, incoming, ni)[0] for ni in candidates]
-        assert fast.score_nodes(fs, incoming, batch) == (want_scores, None)
+        assert score_list(fast.score_nodes(fs, incoming, batch)) == (want_scores, None)
         used["score"] += batch.rows() is not None
-        assert fast.score_nodes(fs, incoming, list(candidates)) == (want_scores, None)
+        assert score_list(fast.score_nodes(fs, incoming, list(candidates))) == (want_scores, None)
         assert [fast.score(fs, incoming, ni)[0] for ni in candidates] == want_scores
-        assert fast.score_nodes(fs, incoming, batch) == (want_scores, None)
+        assert score_list(fast.score_nodes(fs, incoming, batch)) == (want_scores, None)
         want_norm = [NodeScore(ni.name, v) for ni, v in zip(candidates, want_scores, strict=True)]
         got_norm = [NodeScore(ni.name, v) for ni, v in zip(candidates, want_scores, strict=True)]
         assert slow.normalize_score(ss, incoming, want_norm) == fast.normalize_score(fs, incoming, got_norm)
@@ -1228,8 +1229,11 @@ def test_batch_hooks_fall_back_for_stale_rows() -> None:
         assert fast.filter_nodes(st2, incoming, batch) == [fast.filter(st2, incoming, ni) for ni in batch]
         if fast.pre_score(st2, incoming, batch) is None:
             want = [fast.score(st2, incoming, ni)[0] for ni in batch]
-            assert fast.score_nodes(st2, incoming, batch) == (want, None)
-            assert fast.score_nodes(st2, incoming, list(batch)) == (want, None)  # plain list, stale
+            assert score_list(fast.score_nodes(st2, incoming, batch)) == (want, None)
+            assert score_list(fast.score_nodes(st2, incoming, list(batch))) == (
+                want,
+                None,
+            )  # plain list, stale
         # the same state after remove_pod, on current rows: the cached arrays were dropped
         assert fast.filter_nodes(st2, incoming, full) == [fast.filter(st2, incoming, ni) for ni in full]
         assert fast.filter_nodes(state, incoming, full) == before

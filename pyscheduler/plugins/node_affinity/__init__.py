@@ -48,6 +48,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import (
     Action,
@@ -65,6 +68,7 @@ from pyscheduler.framework.interfaces import (
     PreFilterExtensions,
     PreFilterResult,
     ScoreExtensions,
+    ScoreValues,
 )
 from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.plugin_args import ArgsError
@@ -248,7 +252,7 @@ class NodeAffinity:
         self._added_keys, self._added_uses_name = term_keys(added.required or ())
         self._pref_keys, self._pref_uses_name = term_keys(w.term for w in added.preferred or ())
         self._filter_cache: RowCache[list[Status | None]] = RowCache()
-        self._score_cache: RowCache[list[int]] = RowCache()
+        self._score_cache: RowCache[npt.NDArray[np.int64]] = RowCache()
 
     # ---------------------------------------------------------------------------------- Filter
     def pre_filter(
@@ -347,7 +351,7 @@ class NodeAffinity:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[Sequence[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         preferred: tuple[WeightedTerm, ...] | None = state.get(PRE_SCORE_STATE_KEY)
         if preferred is None:  # PreScore did not run
             preferred, errors = pod_preferred_terms(pod)
@@ -362,11 +366,13 @@ class NodeAffinity:
             table, rows = tr
             values = self._row_scores(table, preferred or ())
             if values is not None:
-                return [values[r] for r in rows.tolist()], None
+                return values[rows], None
         score = self._score_node
         return [0 if (n := ni.node) is None else score(preferred, n) for ni in nodes], None
 
-    def _row_scores(self, table: NodeTable, preferred: tuple[WeightedTerm, ...]) -> list[int] | None:
+    def _row_scores(
+        self, table: NodeTable, preferred: tuple[WeightedTerm, ...]
+    ) -> npt.NDArray[np.int64] | None:
         """Score for every row of ``table``, or None for terms that read node names."""
         cache = self._score_cache
         cache.sync(table)
@@ -374,13 +380,13 @@ class NodeAffinity:
         if last is not None and last[0] is preferred:
             return last[1]
         keys, uses_name = term_keys(w.term for w in preferred)
-        values: list[int] | None = None
+        values: npt.NDArray[np.int64] | None = None
         if not uses_name and not self._pref_uses_name:
             values = cache.get(preferred)
             if values is None:
                 keys.update(self._pref_keys)
                 score = self._score_node
-                values = per_row(table, keys, lambda n: score(preferred, n), 0)
+                values = np.array(per_row(table, keys, lambda n: score(preferred, n), 0), dtype=np.int64)
                 cache.put(preferred, values)
         cache.last = (preferred, values)
         return values
@@ -411,8 +417,8 @@ class NodeAffinity:
         return None
 
     def normalize_scores(
-        self, state: CycleState, pod: Pod, values: list[int]
-    ) -> tuple[list[int], Status | None]:
+        self, state: CycleState, pod: Pod, values: ScoreValues
+    ) -> tuple[ScoreValues, Status | None]:
         return default_normalize_values(MAX_NODE_SCORE, False, values), None
 
     # ------------------------------------------------------------------------------ Enqueueing

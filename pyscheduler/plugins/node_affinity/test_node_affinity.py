@@ -23,6 +23,7 @@ from pyscheduler.plugins.node_affinity import (
 )
 from pyscheduler.plugins.node_affinity import batch as batch_mod
 from pyscheduler.plugins.node_affinity.terms import label_value_error, qualified_name_error
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -1014,7 +1015,7 @@ def test_batch_rows_without_node() -> None:
     pl.pre_score(state, pod, infos)
     batch = NodeBatch(infos, table)
     assert pl.filter_nodes(state, pod, batch) == [ERR_POD_STATUS, None, ERR_POD_STATUS]
-    assert pl.score_nodes(state, pod, batch) == ([0, 10, 0], None)
+    assert score_list(pl.score_nodes(state, pod, batch)) == ([0, 10, 0], None)
     # a preferred term that does not parse, PreScore skipped: an error only if some node is there
     bad = (
         make_pod("q")
@@ -1029,7 +1030,7 @@ def test_batch_rows_without_node() -> None:
         )
         .obj()
     )
-    assert pl.score_nodes(make_cycle_state(), bad, NodeBatch([infos[0]], table)) == ([0], None)
+    assert score_list(pl.score_nodes(make_cycle_state(), bad, NodeBatch([infos[0]], table))) == ([0], None)
     _, s = pl.score_nodes(make_cycle_state(), bad, batch)
     assert s is not None and s.code == Code.ERROR
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle
+from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScoreValues
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
 from pyscheduler.framework.plugin_args import default_resources as default_resources
@@ -171,7 +171,7 @@ class BalancedAllocation:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node, on NumPy columns when the resources allow (see ``batch``)."""
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):

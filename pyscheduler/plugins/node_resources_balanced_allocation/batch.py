@@ -87,7 +87,7 @@ def _balance(fractions: list[F64]) -> I64:
 
 def improvement_scores(
     nodes: Sequence[NodeInfo], resources: Sequence[tuple[str, str, int]]
-) -> tuple[list[int], B] | None:
+) -> tuple[I64, B] | None:
     """The score of every node for the resources ``(alloc column, requested column, pod request)``
     that count, with a mask of the nodes left to the caller (some allocatable is 0 there)."""
     if not all(0 <= q < LIMIT for _, _, q in resources):
@@ -95,7 +95,7 @@ def improvement_scores(
     n = len(nodes)
     if not resources:
         # no fraction with or without the pod: balance 100 both ways
-        return [50 + (50 + MAX_NODE_SCORE - MAX_NODE_SCORE) // 2] * n, np.zeros(n, np.bool_)
+        return np.full(n, 50 + (50 + MAX_NODE_SCORE - MAX_NODE_SCORE) // 2, np.int64), np.zeros(n, np.bool_)
     names: list[str] = []
     for alloc, used, _ in resources:
         names += (alloc, used)
@@ -117,4 +117,4 @@ def improvement_scores(
     out += 50
     out //= 2
     out += 50
-    return out.tolist(), lowest == 0
+    return out, lowest == 0

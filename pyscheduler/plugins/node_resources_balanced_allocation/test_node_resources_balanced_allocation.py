@@ -21,6 +21,7 @@ from pyscheduler.plugins.node_resources_balanced_allocation import (
     balanced_score,
 )
 from pyscheduler.plugins.node_resources_balanced_allocation.batch import _balance, improvement_scores
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -418,7 +419,7 @@ def check_batch_equals_node_by_node(seed: int) -> None:
             if prescore and plugin.pre_score(state, pod, variant) is not None:
                 continue  # Skip: Score is not run for this pod
             want = [plugin.score(state, pod, ni)[0] for ni in variant]
-            assert plugin.score_nodes(state, pod, variant) == (want, None)
+            assert score_list(plugin.score_nodes(state, pod, variant)) == (want, None)
 
 
 @pytest.mark.usefixtures("every_batch_size")
@@ -460,14 +461,14 @@ def test_batch_known_answers_and_plain_lists(vectorise_all: bool, monkeypatch: p
         without = int((1 - abs((used / 4000 - 0.0) / 2)) * 100)
         want.append(improvement(with_, without))
     for batch in (NodeBatch(infos, snap.node_table()), infos):
-        assert plugin.score_nodes(state, pod, batch) == (want, None)
+        assert score_list(plugin.score_nodes(state, pod, batch)) == (want, None)
     for small in (infos[:3], [], NodeBatch(infos[:1], snap.node_table())):
-        assert plugin.score_nodes(state, pod, small) == (
+        assert score_list(plugin.score_nodes(state, pod, small)) == (
             [plugin.score(state, pod, ni)[0] for ni in small],
             None,
         )
     # best-effort pod without PreScore state: 0 everywhere, as score gives
-    assert plugin.score_nodes(make_cycle_state(), make_pod("b").obj(), infos) == ([0] * 12, None)
+    assert score_list(plugin.score_nodes(make_cycle_state(), make_pod("b").obj(), infos)) == ([0] * 12, None)
 
 
 def test_batch_balance_matches_balanced_score() -> None:
@@ -525,7 +526,10 @@ def test_batch_fractions_are_python_floats() -> None:
             state = make_cycle_state()
             assert plugin.pre_score(state, pod, infos) is None
             want = [plugin.score(state, pod, ni)[0] for ni in infos]
-            assert plugin.score_nodes(state, pod, NodeBatch(infos, snap.node_table())) == (want, None)
+            assert score_list(plugin.score_nodes(state, pod, NodeBatch(infos, snap.node_table()))) == (
+                want,
+                None,
+            )
 
 
 @pytest.mark.parametrize(

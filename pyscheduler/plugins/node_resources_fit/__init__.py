@@ -45,7 +45,7 @@ from typing import Any
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import as_node, as_pod
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult
+from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult, ScoreValues
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
@@ -234,11 +234,11 @@ class Fit:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node, on NumPy columns when the strategy and requests allow."""
         s = state.get(PRE_SCORE_STATE_KEY)
         pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
-        out: list[int] | None = None
+        out: ScoreValues | None = None
         if len(nodes) >= SCORE_MIN_BATCH:
             if self._least_cpu_memory:
                 out = least_cpu_memory(nodes, pod_reqs[0], pod_reqs[1])

@@ -124,7 +124,7 @@ def _safe(den: I64) -> I64:
     return np.maximum(den, 1)
 
 
-def least_cpu_memory(nodes: Sequence[NodeInfo], pod_cpu: int, pod_mem: int) -> list[int] | None:
+def least_cpu_memory(nodes: Sequence[NodeInfo], pod_cpu: int, pod_mem: int) -> I64 | None:
     """The default strategy's direct path in ``Fit.score``."""
     if not _in_range(pod_cpu, pod_mem):
         return None
@@ -143,7 +143,7 @@ def least_cpu_memory(nodes: Sequence[NodeInfo], pod_cpu: int, pod_mem: int) -> l
     cpu += mem
     # halved (>> 1, the sum is non-negative) only where the node has both resources
     cpu >>= np.minimum(ac, 1) & np.minimum(am, 1)
-    return cpu.tolist()  # type: ignore[no-any-return]
+    return cpu  # type: ignore[no-any-return]
 
 
 _COLUMNS = {
@@ -160,7 +160,7 @@ def strategy_scores(
     pod_requests: Sequence[int],
     strategy: str,
     shape: Sequence[int] | None,
-) -> list[int] | None:
+) -> I64 | None:
     """The scorers of ``scoring`` for every node: ``strategy`` is "least", "most" or "ratio" (then
     ``shape`` is the score at each utilization 0..100, the broken linear function tabulated)."""
     used: list[tuple[int, int, int]] = []  # (position in names, weight, pod request) per resource
@@ -179,7 +179,7 @@ def strategy_scores(
         names += cols
     n = len(nodes)
     if not used:
-        return [0] * n
+        return np.zeros(n, np.int64)
     got = Columns(nodes).many(*names)
     if got is None:
         return None
@@ -210,4 +210,4 @@ def strategy_scores(
         out = np.where(has, (2 * node_score + weight_sum) // (2 * _safe(weight_sum)), 0)
     else:
         out = np.where(has, node_score // _safe(weight_sum), 0)
-    return out.tolist()  # type: ignore[no-any-return]
+    return out

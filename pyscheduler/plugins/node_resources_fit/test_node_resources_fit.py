@@ -32,6 +32,7 @@ from pyscheduler.plugins.node_resources_fit.scoring import (
     is_extended_resource_name,
     is_scalar_resource_name,
 )
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -951,7 +952,7 @@ def check_batch_equals_node_by_node(seed: int) -> None:
             assert plugin.filter_nodes(state, pod, variant) == [
                 plugin.filter(state, pod, ni) for ni in variant
             ]
-            assert plugin.score_nodes(state, pod, variant) == (
+            assert score_list(plugin.score_nodes(state, pod, variant)) == (
                 [plugin.score(state, pod, ni)[0] for ni in variant],
                 None,
             )
@@ -964,7 +965,10 @@ def check_batch_equals_node_by_node(seed: int) -> None:
     nodes = NodeBatch([*infos, late], snap.node_table())
     state = make_cycle_state()
     assert plugin.filter_nodes(state, pod, nodes) == [plugin.filter(state, pod, ni) for ni in nodes]
-    assert plugin.score_nodes(state, pod, nodes) == ([plugin.score(state, pod, ni)[0] for ni in nodes], None)
+    assert score_list(plugin.score_nodes(state, pod, nodes)) == (
+        [plugin.score(state, pod, ni)[0] for ni in nodes],
+        None,
+    )
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
@@ -1028,5 +1032,5 @@ def test_batch_plain_list_and_small_batches() -> None:
         plugin.pre_score(state, pod, infos)
         for nodes in (infos, infos[:3], [], NodeBatch(infos[:2], snap.node_table())):
             want = [plugin.score(state, pod, ni)[0] for ni in nodes]
-            assert plugin.score_nodes(state, pod, nodes) == (want, None)
+            assert score_list(plugin.score_nodes(state, pod, nodes)) == (want, None)
             assert plugin.filter_nodes(state, pod, nodes) == [plugin.filter(state, pod, ni) for ni in nodes]

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import (
@@ -66,6 +67,7 @@ from pyscheduler.framework.interfaces import (
     Handle,
     NodeScoreList,
     PreFilterResult,
+    ScoreValues,
 )
 from pyscheduler.framework.node_rows import (
     I64,
@@ -373,6 +375,14 @@ def go_round(x: float) -> int:
     if x - r >= 0.5:
         r += 1
     return int(r)
+
+
+def go_round_array(x: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """``go_round`` of every element: the same floor and comparison on the magnitude, then the sign."""
+    a = np.abs(x)
+    r = np.floor(a)
+    r += (a - r) >= 0.5
+    return (np.copysign(r, x)).astype(np.int64)
 
 
 # --------------------------------------------------------------------------------------------- state
@@ -924,7 +934,7 @@ class PodTopologySpread:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node: the float sum built column-wise in the same order, rounded per node."""
         s = state.get(PRE_SCORE_STATE_KEY)
         br = table_rows(nodes, getattr(self._handle, "snapshot", None))
@@ -940,7 +950,7 @@ class PodTopologySpread:
             else:
                 cnt = col.per_code(s.topology_counts[i])[codes]
             total = total + np.where(codes >= 0, cnt * s.weights[i] + float(c.max_skew - 1), 0.0)
-        out = [go_round(x) for x in total.tolist()]
+        out = go_round_array(total)
         ignored = s.ignored_nodes
         if ignored:
             for k, ni in enumerate(nodes):

@@ -4,6 +4,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pyscheduler.backend.cache import Cache
@@ -26,7 +27,9 @@ from pyscheduler.plugins.pod_topology_spread import (
     PreFilterState,
     PreScoreState,
     go_round,
+    go_round_array,
 )
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 HOST = "kubernetes.io/hostname"
@@ -846,6 +849,13 @@ def test_score_without_pre_score_state_is_zero() -> None:
 @pytest.mark.parametrize(("x", "want"), [(0.5, 1), (1.5, 2), (2.5, 3), (2.4999, 2), (0.0, 0), (-0.5, -1)])
 def test_go_round_is_half_away_from_zero(x: float, want: int) -> None:
     assert go_round(x) == want
+    assert go_round_array(np.array([x])).tolist() == [want]
+
+
+def test_go_round_array_equals_go_round() -> None:
+    rng = random.Random(7)
+    xs = [rng.choice([k / 2, k / 4, rng.uniform(-1e6, 1e6), 0.49999999999999994]) for k in range(-400, 400)]
+    assert go_round_array(np.array(xs)).tolist() == [go_round(x) for x in xs]
 
 
 # ------------------------------------------------------------------------------------------- defaults
@@ -1304,8 +1314,8 @@ def compare_cycle(
         want_scores = [slow.score(ss, pod, ni)[0] for ni in candidates]
         assert [fast.score(fs, pod, ni)[0] for ni in candidates] == want_scores
         used["score"] += batch.rows() is not None
-        assert fast.score_nodes(fs, pod, batch) == (want_scores, None)
-        assert fast.score_nodes(fs, pod, list(candidates)) == (want_scores, None)
+        assert score_list(fast.score_nodes(fs, pod, batch)) == (want_scores, None)
+        assert score_list(fast.score_nodes(fs, pod, list(candidates))) == (want_scores, None)
     return used
 
 
@@ -1396,8 +1406,11 @@ def test_batch_hooks_fall_back_for_stale_rows() -> None:
         assert fast.filter_nodes(st2, pod, batch) == [fast.filter(st2, pod, ni) for ni in batch]
         if fast.pre_score(st2, pod, batch) is None:
             want = [fast.score(st2, pod, ni)[0] for ni in batch]
-            assert fast.score_nodes(st2, pod, batch) == (want, None)
-            assert fast.score_nodes(st2, pod, list(batch)) == (want, None)  # plain list, stale: by node
+            assert score_list(fast.score_nodes(st2, pod, batch)) == (want, None)
+            assert score_list(fast.score_nodes(st2, pod, list(batch))) == (
+                want,
+                None,
+            )  # plain list, stale: by node
         # the cached per-code counts follow remove_pod: the original state is unchanged
         assert fast.filter_nodes(state, pod, NodeBatch(snap.list(), snap.node_table())) == [
             fast.filter(state, pod, ni) for ni in snap.list()

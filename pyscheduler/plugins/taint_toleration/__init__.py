@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import (
     Action,
@@ -42,7 +44,13 @@ from pyscheduler.framework.events import (
     as_pod,
 )
 from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, NodeScoreList, ScoreExtensions
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    NodeScoreList,
+    ScoreExtensions,
+    ScoreValues,
+)
 from pyscheduler.framework.node_table import batch_rows
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -133,7 +141,7 @@ class TaintToleration:
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[Sequence[int], Status | None]:
+    ) -> tuple[ScoreValues, Status | None]:
         tolerations = state.get(PRE_SCORE_STATE_KEY)
         if tolerations is None:
             tolerations = prefer_no_schedule_tolerations(pod.tolerations)
@@ -147,13 +155,13 @@ class TaintToleration:
         cache = self._cache
         cache.sync(table)
         if not cache.tainted:
-            return [0] * len(nodes), None
+            return np.zeros(len(nodes), dtype=np.int64), None
         tols = tuple(tolerations)
 
         def count_row(taints: tuple[Taint, ...]) -> int:
             return count_intolerable_prefer_no_schedule(taints, tols)
 
-        return cache.score_counts(tols, count_row)[rows].tolist(), None
+        return cache.score_counts(tols, count_row)[rows], None
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self
@@ -163,8 +171,8 @@ class TaintToleration:
         return None
 
     def normalize_scores(
-        self, state: CycleState, pod: Pod, values: list[int]
-    ) -> tuple[list[int], Status | None]:
+        self, state: CycleState, pod: Pod, values: ScoreValues
+    ) -> tuple[ScoreValues, Status | None]:
         return default_normalize_values(MAX_NODE_SCORE, True, values), None
 
     # ------------------------------------------------------------------------------ Enqueueing

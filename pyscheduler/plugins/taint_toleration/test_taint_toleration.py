@@ -20,6 +20,7 @@ from pyscheduler.plugins.taint_toleration import (
     untolerated_taint,
 )
 from pyscheduler.plugins.taint_toleration import batch as batch_mod
+from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -414,7 +415,10 @@ def test_batch_known_answers_and_cache() -> None:
     assert pl.filter_nodes(state, tolerant, batch) == [None] * 9
     assert pl.filter_nodes(state, plain, batch) == got  # the first toleration set, cached
     assert len(pl._cache.filters) == 2
-    assert pl.score_nodes(state, plain, batch) == ([2 if ni.name == "n4" else 0 for ni in infos], None)
+    assert score_list(pl.score_nodes(state, plain, batch)) == (
+        [2 if ni.name == "n4" else 0 for ni in infos],
+        None,
+    )
     # a node retainted in place bumps the table's node epoch: the cache is rebuilt
     ni = next(x for x in infos if x.name == "n1")
     ni.set_node(node_with([("spot", "", "NoExecute")], "n1").obj())
@@ -432,7 +436,7 @@ def test_batch_untainted_and_nodeless_rows() -> None:
     state = make_cycle_state()
     pod = make_pod("p").obj()
     assert pl.filter_nodes(state, pod, NodeBatch(infos, table)) == [None, None, None]
-    assert pl.score_nodes(state, pod, NodeBatch(infos, table)) == ([0, 0, 0], None)
+    assert score_list(pl.score_nodes(state, pod, NodeBatch(infos, table))) == ([0, 0, 0], None)
     assert pl.filter_nodes(state, pod, []) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values, go_div
@@ -21,6 +22,10 @@ def test_normalize_values_equals_normalize_score(seed: int) -> None:
     scores = [NodeScore(f"n{i}", v) for i, v in enumerate(values)]
     default_normalize_score(100, reverse, scores)
     assert default_normalize_values(100, reverse, values) == [s.score for s in scores]
+    # the runtime passes int64 arrays: same values, still an int64 array
+    got = default_normalize_values(100, reverse, np.array(values, dtype=np.int64))
+    assert [int(v) for v in got] == [s.score for s in scores]
+    assert not isinstance(got, np.ndarray) or got.dtype == np.int64
 
 
 def test_known_answers() -> None:
