@@ -201,7 +201,7 @@ class Scheduler:
             self.handle_failure(fwk, qpi, st, None, start)
             return True
 
-        assumed = dataclasses.replace(pod, node_name=result.node)
+        assumed = pod.with_node_name(result.node)
         try:
             self.cache.assume_pod(assumed)
         except Exception as e:
@@ -311,9 +311,8 @@ class Scheduler:
         # the feasible nodes' table rows, while every chunk knows its rows (then scoring need not look
         # them up)
         row_parts: list[Any] | None = []
-        for chunk, results in checked:
+        for chunk, results, passing in checked:
             need = to_find - len(feasible)
-            passing = _count_none(results)
             chunk_rows = chunk.known_rows if isinstance(chunk, NodeBatch) else None
             if chunk_rows is None:
                 row_parts = None
@@ -367,7 +366,7 @@ class Scheduler:
         start: int,
         to_find: int,
         nominated: frozenset[str] = frozenset(),
-    ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None]]]:
+    ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None], int]]:
         """Filter the nodes from ``start`` on (wrapping), a chunk at a time. Node by node, kube stops at
         the ``to_find``-th feasible node; a chunk of exactly the number still wanted can never pass that
         point. When every Filter plugin is batched, a chunk after the first is sized by the pass rate
@@ -395,11 +394,12 @@ class Scheduler:
                 chunk = NodeBatch([*nodes[first:], *nodes[: first + size - n]], table, rows)
             if nominated and any(ni.name in nominated for ni in chunk):
                 results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
+                passing = _count_none(results)
             else:
-                results = fwk.run_filter_plugins_batch(state, pod, chunk)
+                results, passing = fwk.run_filter_plugins_counted(state, pod, chunk)
             done += size
-            found += _count_none(results)  # the batch leaves passing nodes None
-            yield chunk, results
+            found += passing  # the batch leaves passing nodes None
+            yield chunk, results, passing
 
     def _filter_with_nominated(
         self, fwk: Framework, state: CycleState, pod: Pod, chunk: NodeBatch, nominated: frozenset[str]

@@ -23,8 +23,6 @@ point goes to an optional ``metrics`` observer.
 
 from __future__ import annotations
 
-import functools
-import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,7 +96,6 @@ _PROTOCOLS: dict[str, type] = {
 }
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
-_IS_NOT_NONE = functools.partial(operator.is_not, None)  # with map(): a C-speed "is not None"
 
 
 def extension_points_of(plugin_type: type | object) -> set[str]:
@@ -421,6 +418,13 @@ class Framework:
         nodes every earlier plugin passed, so a node's status is that of the first plugin that rejects
         it, as node by node. Plugins with ``filter_nodes`` answer for all of them in one call. An Error
         status ends the pass (the cycle fails on it); nodes not reached are left None."""
+        return self.run_filter_plugins_counted(state, pod, nodes)[0]
+
+    def run_filter_plugins_counted(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Status | None], int]:
+        """``run_filter_plugins_batch`` and how many of its statuses are None (the nodes that passed),
+        known without scanning them."""
         out: list[Status | None] = [None] * len(nodes)
         live = list(range(len(nodes)))
         sub: Sequence[NodeInfo] = nodes
@@ -432,6 +436,8 @@ class Framework:
             try:
                 if batch is not None:
                     results = batch(state, pod, sub)
+                    if type(results) is not list:
+                        results = list(results)
                 else:
                     f = p.filter
                     results = [f(state, pod, ni) for ni in sub]
@@ -439,15 +445,18 @@ class Framework:
                 err = _err(name, "Filter", e)
                 for i in live:
                     out[i] = err
-                return out
+                return out, 0
             if len(results) != len(live):
                 err = Status.as_error(
                     f"filter_nodes returned {len(results)} statuses for {len(live)} nodes", name
                 )
                 for i in live:
                     out[i] = err
-                return out
-            if not any(map(_IS_NOT_NONE, results)):  # all passed (the common case): nothing to record
+                return out, 0
+            # All passed (the common case): nothing to record. list.count(None) is a C loop while the
+            # items are None; it would call Status.__eq__ on each rejection, so a list that starts with
+            # one goes straight to the loop below.
+            if not results or (results[0] is None and results.count(None) == len(results)):
                 continue
             kept: list[int] = []
             for i, s in zip(live, results, strict=True):
@@ -456,13 +465,13 @@ class Framework:
                     continue
                 out[i] = s if s.plugin == name else s.with_plugin(name)
                 if s.code == Code.ERROR:
-                    return out
+                    return out, sum(1 for x in out if x is None)
             if len(kept) != len(live):
                 live = kept
                 if not live:
                     break
                 sub = _subset(nodes, live)
-        return out
+        return out, len(live)
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo

@@ -17,6 +17,7 @@ Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -331,6 +332,15 @@ class Pod:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def with_node_name(self, node_name: str) -> Pod:
+        """This pod bound to ``node_name`` (the assumed pod): ``dataclasses.replace`` without re-deriving
+        the requests, which do not depend on the node."""
+        new = object.__new__(Pod)
+        for slot, value in zip(_POD_SLOTS, _pod_fields(self), strict=True):
+            object.__setattr__(new, slot, value)
+        object.__setattr__(new, "node_name", node_name)
+        return new
+
     def __str__(self) -> str:
         return self.key
 
@@ -409,6 +419,10 @@ class Pod:
             raise
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise MalformedObject(str(e)) from e
+
+
+_POD_SLOTS: tuple[str, ...] = Pod.__slots__
+_pod_fields = operator.attrgetter(*_POD_SLOTS)
 
 
 def identify(obj: JSON) -> tuple[str, str, str]:
