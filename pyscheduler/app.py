@@ -47,6 +47,8 @@ log = structlog.get_logger("pyscheduler.app")
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+# gc thresholds once the caches are synced (and frozen): the cycle allocates many short-lived objects
+DAEMON_GC_THRESHOLD = (50_000, 20, 100)
 
 # Other kinds plugins read: kind -> (list path, event resource)
 OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
@@ -152,7 +154,7 @@ class App:
         # and collect less often (the scheduling cycle allocates many short-lived objects).
         gc.collect()
         gc.freeze()
-        gc.set_threshold(50_000, 20, 100)
+        gc.set_threshold(*DAEMON_GC_THRESHOLD)
         self.synced.set()
         log.info(
             "caches synced",
@@ -434,6 +436,7 @@ def build_app(
         initial_backoff=float(config.pod_initial_backoff_seconds),
         max_backoff=float(config.pod_max_backoff_seconds),
         on_incoming=metrics.incoming,
+        sort_key=first.queue_sort_key,
     )
     handle.nominator = queue
     for fwk in frameworks.values():

@@ -64,7 +64,10 @@ are ignored (not even recorded for in-flight pods).
 Time: ``clock`` drives every timestamp and expiry (a FakeClock makes tests exact); ``pop(timeout)``
 waits on the real clock (``threading.Condition.wait``), since a fake clock never moves by itself.
 
-Thread safety: one lock and one Condition guard all state. ``less``, ``pre_enqueue``, the hint
+Order: activeQ compares ``(sort_key(qpi), seq)`` tuples when the QueueSort plugin offers ``sort_key``
+(a C-speed comparison; the key must order exactly as ``less``), else calls ``less`` both ways.
+
+Thread safety: one lock and one Condition guard all state. ``less``, ``sort_key``, ``pre_enqueue``, the hint
 functions and ``on_incoming`` run under that lock and must not call back into the queue.
 """
 
@@ -258,25 +261,28 @@ class _InFlight:
 
 
 class _Entry:
-    __slots__ = ("index", "key", "qpi", "seq")
+    __slots__ = ("index", "key", "order", "qpi", "seq")
 
     def __init__(self, qpi: QueuedPodInfo, seq: int, key: float = 0.0) -> None:
         self.qpi = qpi
         self.seq = seq
-        self.key = key
+        self.key = key  # backoffQ: the backoff expiry
+        self.order: Any = None  # the heap's comparison key, set by the heap
         self.index = -1
 
 
 class _Heap:
     """A binary heap of entries addressable by pod uid (kube's heap.Heap): O(log n) push, pop,
-    remove and re-sort of any entry, so nothing stale is ever left inside."""
+    remove and re-sort of any entry, so nothing stale is ever left inside. Entries compare by
+    ``order(entry)``, computed on push and on ``fix`` (a tuple compares in C; a custom QueueSort
+    ``less`` comes wrapped in ``_LessOrder``)."""
 
-    __slots__ = ("_by_uid", "_items", "_lt")
+    __slots__ = ("_by_uid", "_items", "_order")
 
-    def __init__(self, lt: Callable[[_Entry, _Entry], bool]) -> None:
+    def __init__(self, order: Callable[[_Entry], Any]) -> None:
         self._items: list[_Entry] = []
         self._by_uid: dict[str, _Entry] = {}
-        self._lt = lt
+        self._order = order
 
     def __len__(self) -> int:
         return len(self._items)
@@ -298,6 +304,7 @@ class _Heap:
         old = self._by_uid.get(uid)
         if old is not None:
             self._remove_at(old.index)
+        entry.order = self._order(entry)
         entry.index = len(self._items)
         self._items.append(entry)
         self._by_uid[uid] = entry
@@ -317,6 +324,7 @@ class _Heap:
     def fix(self, uid: str) -> None:
         """Restore the order after the entry's sort key changed."""
         entry = self._by_uid[uid]
+        entry.order = self._order(entry)
         if not self._up(entry.index):
             self._down(entry.index)
 
@@ -332,44 +340,70 @@ class _Heap:
             if not self._up(i):
                 self._down(i)
 
-    def _swap(self, i: int, j: int) -> None:
-        items = self._items
-        items[i], items[j] = items[j], items[i]
-        items[i].index = i
-        items[j].index = j
-
     def _up(self, i: int) -> bool:
-        moved = False
-        items, lt = self._items, self._lt
+        """Sift the entry at ``i`` toward the root (moving parents down into the hole)."""
+        items = self._items
+        entry = items[i]
+        order = entry.order
+        start = i
         while i > 0:
             parent = (i - 1) >> 1
-            if not lt(items[i], items[parent]):
+            above = items[parent]
+            if not order < above.order:
                 break
-            self._swap(i, parent)
+            items[i] = above
+            above.index = i
             i = parent
-            moved = True
-        return moved
+        items[i] = entry
+        entry.index = i
+        return i != start
 
     def _down(self, i: int) -> None:
-        items, lt = self._items, self._lt
+        items = self._items
         n = len(items)
+        entry = items[i]
+        order = entry.order
         while True:
-            left = 2 * i + 1
-            if left >= n:
-                return
-            child = left
-            right = left + 1
-            if right < n and lt(items[right], items[left]):
+            child = 2 * i + 1
+            if child >= n:
+                break
+            below = items[child]
+            right = child + 1
+            if right < n and items[right].order < below.order:
                 child = right
-            if not lt(items[child], items[i]):
-                return
-            self._swap(i, child)
+                below = items[right]
+            if not below.order < order:
+                break
+            items[i] = below
+            below.index = i
             i = child
+        items[i] = entry
+        entry.index = i
+
+
+class _LessOrder:
+    """activeQ order from a QueueSort plugin's ``less`` (first in, first out among equals), for plugins
+    without ``sort_key``."""
+
+    __slots__ = ("entry", "less")
+
+    def __init__(self, entry: _Entry, less: LessFn) -> None:
+        self.entry = entry
+        self.less = less
+
+    def __lt__(self, other: _LessOrder) -> bool:
+        a, b = self.entry, other.entry
+        if self.less(a.qpi, b.qpi):
+            return True
+        if self.less(b.qpi, a.qpi):
+            return False
+        return a.seq < b.seq
 
 
 # ============================================================================================ queue
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+SortKeyFn = Callable[[QueuedPodInfo], Any]
 PreEnqueueFn = Callable[[Pod], Status | None]
 IncomingHook = Callable[[str, str], None]
 
@@ -388,10 +422,12 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         unschedulable_max_stay: float = 300.0,
         on_incoming: IncomingHook | None = None,
+        sort_key: SortKeyFn | None = None,
     ) -> None:
         if initial_backoff < 0 or max_backoff < 0 or unschedulable_max_stay < 0:
             raise ValueError("backoff and unschedulable durations must be >= 0")
         self._less = less
+        self._sort_key = sort_key
         self._clock = clock
         self._pre_enqueue = pre_enqueue
         self._events_map: dict[str, tuple[ClusterEventWithHint, ...]] = {
@@ -408,8 +444,8 @@ class SchedulingQueue:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._seq = itertools.count()
-        self._active = _Heap(self._active_lt)
-        self._backoff = _Heap(_backoff_lt)
+        self._active = _Heap(self._active_order)
+        self._backoff = _Heap(_backoff_order)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         # in flight: uid -> record, in pop order (so the first record has the smallest event index)
@@ -425,12 +461,10 @@ class SchedulingQueue:
 
     # ----------------------------------------------------------------------------- heap orders
 
-    def _active_lt(self, a: _Entry, b: _Entry) -> bool:
-        if self._less(a.qpi, b.qpi):
-            return True
-        if self._less(b.qpi, a.qpi):
-            return False
-        return a.seq < b.seq
+    def _active_order(self, e: _Entry) -> Any:
+        if self._sort_key is not None:
+            return (self._sort_key(e.qpi), e.seq)
+        return _LessOrder(e, self._less)
 
     # ============================================================================ pod events
 
@@ -1019,8 +1053,8 @@ class SchedulingQueue:
             self._events_base = oldest
 
 
-def _backoff_lt(a: _Entry, b: _Entry) -> bool:
-    return (a.key, a.seq) < (b.key, b.seq)
+def _backoff_order(e: _Entry) -> tuple[float, int]:
+    return (e.key, e.seq)
 
 
 def _is_wildcard(event: ClusterEvent) -> bool:

@@ -99,6 +99,11 @@ class Plugin(Protocol):
 class QueueSortPlugin(Plugin, Protocol):
     def less(self, a: QueuedPodInfoView, b: QueuedPodInfoView) -> bool: ...
 
+    # Optional: a key with ``sort_key(a) < sort_key(b)`` exactly when ``less(a, b)``, and equal keys
+    # exactly when neither is less; the queue then compares keys (in C) instead of calling ``less``.
+    # The key may only read what ``less`` reads of the pod and its queue timestamp.
+    # def sort_key(self, a: QueuedPodInfoView) -> Any
+
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):

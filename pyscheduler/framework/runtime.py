@@ -335,6 +335,11 @@ class Framework:
         assert self.queue_sort_plugin is not None
         return self.queue_sort_plugin.less(a, b)
 
+    @property
+    def queue_sort_key(self) -> Callable[[QueuedPodInfoView], Any] | None:
+        """The QueueSort plugin's optional ``sort_key`` (see ``QueueSortPlugin``), or None."""
+        return getattr(self.queue_sort_plugin, "sort_key", None)
+
     def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
         for p in self.pre_enqueue_plugins:
             try:

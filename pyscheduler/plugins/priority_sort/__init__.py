@@ -23,6 +23,10 @@ class PrioritySort:
         p2 = b.pod.priority
         return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
 
+    def sort_key(self, a: QueuedPodInfoView) -> tuple[int, float]:
+        """The same order as ``less``, as a key the queue compares in C."""
+        return (-a.pod.priority, a.timestamp)
+
 
 def new(args: None, handle: Handle) -> PrioritySort:
     return PrioritySort()

@@ -37,7 +37,12 @@ def queued(name: str, priority: int | None, timestamp: float) -> Queued:
     ],
 )
 def test_less(a: tuple[int | None, float], b: tuple[int | None, float], less: bool) -> None:
-    assert PrioritySort().less(queued("a", *a), queued("b", *b)) is less
+    pl = PrioritySort()
+    qa, qb = queued("a", *a), queued("b", *b)
+    assert pl.less(qa, qb) is less
+    # the queue compares sort keys instead when the plugin has them: the same order, ties equal
+    assert (pl.sort_key(qa) < pl.sort_key(qb)) is less
+    assert (pl.sort_key(qa) == pl.sort_key(qb)) is (not pl.less(qa, qb) and not pl.less(qb, qa))
 
 
 def test_sorting_a_queue() -> None:

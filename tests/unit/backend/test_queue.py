@@ -876,7 +876,7 @@ HEAP_OPS = st.lists(
 @settings(max_examples=200, deadline=None)
 def test_heap_matches_sorted_model(ops: list[tuple[str, int, int]]) -> None:
     seq = iter(range(10**6))
-    heap = _Heap(lambda a, b: (a.key, a.seq) < (b.key, b.seq))
+    heap = _Heap(lambda e: (e.key, e.seq))
     model: dict[str, tuple[float, int]] = {}
     entries: dict[str, _Entry] = {}
 
@@ -1074,3 +1074,49 @@ QueueMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestQueueStateMachine = QueueMachine.TestCase
+
+
+# ========================================================================================== sort_key
+
+QUEUE_OPS = st.lists(
+    st.tuples(st.sampled_from(["add", "update", "pop", "delete", "tick"]), st.integers(0, 9), st.integers(-2, 2)),
+    max_size=60,
+)
+
+
+@given(QUEUE_OPS)
+@settings(max_examples=200, deadline=None)
+def test_sort_key_pops_in_the_same_order_as_less(ops: list[tuple[str, int, int]]) -> None:
+    """activeQ with PrioritySort's sort_key (tuples compared in C) against the same queue calling less."""
+    from pyscheduler.plugins.priority_sort import PrioritySort
+
+    by_less, clock, _ = new_queue()
+    by_key, _, _ = new_queue(clock, sort_key=PrioritySort().sort_key)
+    known: dict[str, Pod] = {}
+    for op, n, prio in ops:
+        name = f"p{n}"
+        if op == "add":
+            known[name] = pod(name, prio)
+            for q in (by_less, by_key):
+                q.add(known[name])
+        elif op == "update" and name in known:
+            new = pod(name, prio)
+            for q in (by_less, by_key):
+                q.update(known[name], new)
+            known[name] = new
+        elif op == "delete" and name in known:
+            for q in (by_less, by_key):
+                q.delete(known[name])
+            del known[name]
+        elif op == "tick":
+            clock.advance(0.5)  # later adds get later timestamps
+        elif op == "pop":
+            a, b = by_less.pop(timeout=0), by_key.pop(timeout=0)
+            assert (a.pod.name if a else None) == (b.pod.name if b else None)
+            for q, qpi in ((by_less, a), (by_key, b)):
+                if qpi is not None:
+                    q.done(qpi.uid)
+            if a is not None:
+                known.pop(a.pod.name, None)
+    rest = [[qpi.pod.name for qpi in iter(lambda q=q: q.pop(timeout=0), None)] for q in (by_less, by_key)]
+    assert rest[0] == rest[1]
