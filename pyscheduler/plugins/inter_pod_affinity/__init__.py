@@ -513,6 +513,10 @@ class InterPodAffinity:
         parsed = parse_affinity(pod)
         if parsed.errors:
             return None, Status.unresolvable(f"parsing pod: {'; '.join(parsed.errors)}", plugin=NAME)
+        if not parsed.required_affinity and not parsed.required_anti_affinity:
+            snap = self._snapshot()
+            if snap is not None and not snap.have_pods_with_required_anti_affinity_list():
+                return None, Status.skip(plugin=NAME)  # no required terms on either side
         s = self.calc_pre_filter_state(pod, parsed, nodes)
         if not s.has("existing") and not s.affinity_terms and not s.anti_affinity_terms:
             return None, Status.skip(plugin=NAME)
@@ -657,6 +661,8 @@ class InterPodAffinity:
         parsed = parse_affinity(pod)
         if parsed.errors:
             return Status.as_error(f"failed to parse pod: {'; '.join(parsed.errors)}", plugin=NAME)
+        if not has_constraints and not scan:  # no terms on either side: nothing would score
+            return Status.skip(plugin=NAME)
         pref_aff = self._merge_weighted(parsed.preferred_affinity)
         pref_anti = self._merge_weighted(parsed.preferred_anti_affinity)
         ns_labels = self.namespace_labels(pod.namespace)

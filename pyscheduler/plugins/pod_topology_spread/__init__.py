@@ -492,6 +492,9 @@ class PodTopologySpread:
         self.default_constraints: tuple[JSON, ...] = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(args.default_constraints)
         )
+        # the default constraints parsed, per whenUnsatisfiable: they have no labelSelector (checked at
+        # load), so neither the pod's labels (matchLabelKeys) nor a parse error can change them
+        self._parsed_defaults: dict[str, list[Constraint]] = {}
         # per-node caches over the snapshot's NodeTable (see _rows): label codes, matching pod counts
         self._labels = TableLabels()
         self._rows = RowStore()
@@ -585,7 +588,9 @@ class PodTopologySpread:
         return self._build_default_constraints(pod, action)
 
     def _build_default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
-        constraints = parse_constraints(self.default_constraints, pod.labels, action)
+        constraints = self._parsed_defaults.get(action)
+        if constraints is None:
+            constraints = self._parsed_defaults[action] = parse_constraints(self.default_constraints, {}, action)
         if not constraints:
             return []
         selector = self.default_selector(pod)
