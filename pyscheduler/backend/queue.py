@@ -1002,6 +1002,9 @@ class SchedulingQueue:
 
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """kube's movePodsToActiveOrBackoffQueue."""
+        if not pods:  # the common case (every bind is an AssignedPodAdd): only in-flight pods care
+            self._record(_Event(event, old, new))
+            return
         label = event_label(event)
         activated = False
         # Plugins with a registration this event matches: a pod rejected only by others stays put
