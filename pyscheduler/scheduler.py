@@ -47,6 +47,12 @@ log = structlog.get_logger("pyscheduler.scheduler")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_MSG = "no nodes available to schedule pods"
+# Binding cycles in flight at once. Each blocks on API round trips (Binding, then the Scheduled event is
+# queued), so this bounds threads, not work: kube-scheduler runs every binding cycle in its own
+# goroutine. At 16, a busy API server (pods being created by 30 clients) served the binds at ~290/s while
+# pods arrived at ~450/s, and the backlog set the latency (p99 8.9 s at 5,000 nodes); at 64 the binds
+# keep up (p99 1.3 s). The pods assumed meanwhile are counted by the cache, so nothing overcommits.
+BIND_WORKERS = 64
 
 
 class Recorder(Protocol):
@@ -128,7 +134,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         percentage_of_nodes_to_score: int | None = None,
         extenders: Sequence[Extender] = (),
-        bind_workers: int = 16,
+        bind_workers: int = BIND_WORKERS,
         rng: random.Random | None = None,
         can_bind: Callable[[], bool] = lambda: True,
     ) -> None:

@@ -47,6 +47,8 @@ log = structlog.get_logger("pyscheduler.client")
 # (status, reason, Retry-After, body) of a reply; status 0 with an error for a transport failure
 Reply = tuple[int, str, str | None, bytes]
 REPLY_MARGIN = 5.0  # seconds past the request's own timeouts before the parent gives up waiting
+# exchanges the child runs at once: as many as the scheduler's binding cycles (scheduler.BIND_WORKERS)
+THREADS = 64
 
 
 class WorkerError(Exception):
@@ -70,7 +72,7 @@ class _Waiter:
 class HttpWorker:
     """A child process that performs HTTP exchanges for the parent (see the module docstring)."""
 
-    def __init__(self, server: str, pool_kwargs: dict[str, Any], threads: int = 16) -> None:
+    def __init__(self, server: str, pool_kwargs: dict[str, Any], threads: int = THREADS) -> None:
         # A plain child interpreter on two pipes: its stdin carries requests, its stdout replies.
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "pyscheduler.client.http_worker"],
