@@ -412,23 +412,25 @@ class ProcStats:
             todo.extend(children.get(p, ()))
         return seen
 
-    def cpu_seconds(self) -> float:
+    def _read_tree(self, read: Callable[[int], float | None], last: dict[int, float]) -> float | None:
+        """Each live process's reading into ``last`` (kept after it exits); their sum, None if none yet."""
         for p in self._tree():
-            v = _cpu_of(p)
+            v = read(p)
             if v is not None:
-                self._cpu[p] = v
-        if self._cpu:
-            self.last_cpu = sum(self._cpu.values())
+                last[p] = v
+        return sum(last.values()) if last else None
+
+    def cpu_seconds(self) -> float:
+        total = self._read_tree(_cpu_of, self._cpu)
+        if total is not None:
+            self.last_cpu = total
         return self.last_cpu
 
     def peak_rss_mb(self) -> float:
         """The sum of each process's own peak (an upper bound on the tree's peak)."""
-        for p in self._tree():
-            v = _hwm_mb_of(p)
-            if v is not None:
-                self._hwm[p] = v
-        if self._hwm:
-            self.last_hwm_mb = sum(self._hwm.values())
+        total = self._read_tree(_hwm_mb_of, self._hwm)
+        if total is not None:
+            self.last_hwm_mb = total
         return self.last_hwm_mb
 
 

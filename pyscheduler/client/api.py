@@ -54,7 +54,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.rest import should_bypass_proxies
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from pyscheduler.client.http_worker import HttpWorker, WorkerError
+from pyscheduler.client.http_worker import HttpWorker, WorkerError, exchange
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Pod
@@ -495,20 +495,9 @@ class Api:
             else:
                 send, where = self._pool.request, url
             try:
-                resp = send(
-                    method,
-                    where,
-                    body=data,
-                    headers=headers,
-                    timeout=t,
-                    retries=False,
-                    redirect=False,
-                    preload_content=True,
-                )
+                status, reason, retry_after, raw = exchange(send, method, where, data, headers, t)
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
-            status, raw = resp.status, resp.data or b""
-            reason, retry_after = resp.reason or "", resp.headers.get("Retry-After")
         if status >= 400:
             if status == 401:
                 self._auth_at = -1e18  # re-read the credentials (a rotated token) on the next call

@@ -35,6 +35,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
@@ -49,6 +50,30 @@ Reply = tuple[int, str, str | None, bytes]
 REPLY_MARGIN = 5.0  # seconds past the request's own timeouts before the parent gives up waiting
 # exchanges the child runs at once: as many as the scheduler's binding cycles (scheduler.BIND_WORKERS)
 THREADS = 64
+
+
+def exchange(
+    send: Callable[..., Any],
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    timeout: urllib3.Timeout,
+) -> Reply:
+    """One urllib3 exchange as both sides send it (no retries, no redirects, body read): ``send`` is a
+    pool's ``urlopen`` (``target`` a path) or a PoolManager's ``request`` (a URL). Transport errors
+    propagate."""
+    resp = send(
+        method,
+        target,
+        body=body,
+        headers=headers,
+        timeout=timeout,
+        retries=False,
+        redirect=False,
+        preload_content=True,
+    )
+    return resp.status, resp.reason or "", resp.headers.get("Retry-After"), resp.data or b""
 
 
 class WorkerError(Exception):
@@ -193,24 +218,7 @@ def _child_main() -> None:
         if t is None:
             t = timeouts[(connect, read)] = urllib3.Timeout(connect=connect, read=read)
         try:
-            resp = pool.urlopen(
-                method,
-                path,
-                body=body,
-                headers=headers,
-                timeout=t,
-                retries=False,
-                redirect=False,
-                preload_content=True,
-            )
-            out = (
-                rid,
-                resp.status,
-                resp.reason or "",
-                resp.headers.get("Retry-After"),
-                resp.data or b"",
-                None,
-            )
+            out = (rid, *exchange(pool.urlopen, method, path, body, headers, t), None)
         except Exception as e:  # transport errors, and anything else: never leave the parent waiting
             out = (rid, 0, "", None, b"", (type(e).__name__, str(e)))
         with send_lock, contextlib.suppress(OSError, ValueError):
