@@ -20,11 +20,10 @@ from pyscheduler.backend.queue import (
     UNSCHEDULABLE,
     QueuedPodInfo,
     SchedulingQueue,
-    _Entry,
-    _Heap,
     event_label,
     is_pod_updated,
 )
+from pyscheduler.backend.queue.heap import Entry, Heap
 from pyscheduler.framework.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
@@ -876,9 +875,9 @@ HEAP_OPS = st.lists(
 @settings(max_examples=200, deadline=None)
 def test_heap_matches_sorted_model(ops: list[tuple[str, int, int]]) -> None:
     seq = iter(range(10**6))
-    heap = _Heap(lambda e: (e.key, e.seq))
+    heap = Heap(lambda e: (e.key, e.seq))
     model: dict[str, tuple[float, int]] = {}
-    entries: dict[str, _Entry] = {}
+    entries: dict[str, Entry] = {}
 
     def smallest() -> str:
         return min(model, key=lambda u: model[u])
@@ -886,7 +885,7 @@ def test_heap_matches_sorted_model(ops: list[tuple[str, int, int]]) -> None:
     for op, n, key in ops:
         uid = f"uid-default-p{n}"
         if op == "push":
-            e = _Entry(QueuedPodInfo(pod(f"p{n}"), 0.0), next(seq), float(key))
+            e = Entry(QueuedPodInfo(pod(f"p{n}"), 0.0), next(seq), float(key))
             heap.push(e)
             entries[uid] = e
             model[uid] = (e.key, e.seq)

@@ -73,336 +73,52 @@ functions and ``on_incoming`` run under that lock and must not call back into th
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pyscheduler.backend.queue.heap import Entry, Heap, LessFn, LessOrder, backoff_order
+from pyscheduler.backend.queue.hints import (
+    InFlight,
+    RecordedEvent,
+    Strategy,
+    gate_allows,
+    interested_plugins,
+    is_wildcard,
+    worth_requeuing,
+)
+from pyscheduler.backend.queue.nominator import Nominator
+from pyscheduler.backend.queue.records import (
+    ACTIVE,
+    BACKOFF,
+    BACKOFF_COMPLETE,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    FORCE_ACTIVATE_LABEL,
+    GATED,
+    IN_FLIGHT,
+    POD_ADD_LABEL,
+    POD_UPDATE_LABEL,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULABLE,
+    QueuedPodInfo,
+    event_label,
+    is_pod_updated,
+)
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
-    Action,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
-    Resource,
 )
 from pyscheduler.framework.status import Status, is_success
 from pyscheduler.framework.types import Pod, PodInfo
 
-__all__ = [
-    "ACTIVE",
-    "BACKOFF",
-    "BACKOFF_COMPLETE",
-    "EVENT_UNSCHEDULED_POD_ADD",
-    "EVENT_UNSCHEDULED_POD_UPDATE",
-    "GATED",
-    "IN_FLIGHT",
-    "SCHEDULE_ATTEMPT_FAILURE",
-    "UNSCHEDULABLE",
-    "QueuedPodInfo",
-    "SchedulingQueue",
-    "event_label",
-    "is_pod_updated",
-]
+log = logging.getLogger("pyscheduler.backend.queue")
 
-log = logging.getLogger(__name__)
-
-# Where a pod is (``SchedulingQueue.where``) and the ``queue`` label of the pending-pods metric.
-ACTIVE = "active"
-BACKOFF = "backoff"
-UNSCHEDULABLE = "unschedulable"
-GATED = "gated"
-IN_FLIGHT = "in_flight"
-
-# kube's event labels for moves that are not cluster events.
-SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
-BACKOFF_COMPLETE = "BackoffComplete"
-EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD)
-EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE)
-
-
-def event_label(event: ClusterEvent) -> str:
-    """kube's ClusterEvent.Label(): the explicit label, else resource + action (``NodeAdd``,
-    ``UnschedulablePodUpdate``, ``NodeUpdateNodeLabel``)."""
-    if event.label:
-        return event.label
-    name = event.action.name or str(int(event.action))
-    action = "|".join("".join(w.capitalize() for w in part.split("_")) for part in name.split("|"))
-    return f"{event.resource.value}{action}"
-
-
-_POD_ADD_LABEL = event_label(EVENT_UNSCHEDULED_POD_ADD)  # "UnschedulablePodAdd"
-_POD_UPDATE_LABEL = event_label(EVENT_UNSCHEDULED_POD_UPDATE)  # "UnschedulablePodUpdate"
-_FORCE_ACTIVATE_LABEL = event_label(FORCE_ACTIVATE)
-
-# Pod fields that are status or bookkeeping: a change there does not make a pod schedulable
-# (kube's isPodUpdated strips status, resourceVersion and managed fields).
-_NOT_SPEC = frozenset(
-    {"resource_version", "phase", "nominated_node_name", "scheduled_condition"}
-    | {"requests", "non_zero_requests"}  # derived from the containers, compared below
-)
-_SPEC_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _NOT_SPEC)
-
-
-def is_pod_updated(old: Pod, new: Pod) -> bool:
-    """True if ``new`` differs from ``old`` in metadata or spec (status and resourceVersion ignored)."""
-    if old is new:
-        return False
-    for name in _SPEC_FIELDS:
-        if getattr(old, name) != getattr(new, name):
-            return True
-    # Container equality ignores requests; compare them explicitly.
-    old_req = [c.requests for c in (*old.init_containers, *old.containers)]
-    new_req = [c.requests for c in (*new.init_containers, *new.containers)]
-    return old_req != new_req
-
-
-# ============================================================================================ records
-
-
-class QueuedPodInfo:
-    """A pending pod and its queue bookkeeping (satisfies ``framework.interfaces.QueuedPodInfoView``).
-
-    ``timestamp`` is when the pod was added or last requeued after a failure (QueueSort's tie-break
-    and the start of its backoff); ``initial_attempt_timestamp`` when it first became ready to be
-    scheduled (kube sets it when the pod first enters activeQ). ``unschedulable_plugins`` and
-    ``pending_plugins`` are filled by the scheduler after a failed attempt (cleared by ``pop``);
-    ``gated``/``gating_plugin`` by PreEnqueue.
-    """
-
-    __slots__ = (
-        "attempts",
-        "gated",
-        "gating_plugin",
-        "initial_attempt_timestamp",
-        "pending_plugins",
-        "pod_info",
-        "timestamp",
-        "unschedulable_plugins",
-    )
-
-    def __init__(
-        self,
-        pod_info: PodInfo | Pod,
-        timestamp: float,
-        *,
-        initial_attempt_timestamp: float | None = None,
-        attempts: int = 0,
-        unschedulable_plugins: Iterable[str] = (),
-        pending_plugins: Iterable[str] = (),
-        gated: bool = False,
-        gating_plugin: str = "",
-    ) -> None:
-        self.pod_info = pod_info if isinstance(pod_info, PodInfo) else PodInfo(pod_info)
-        self.timestamp = timestamp
-        self.initial_attempt_timestamp = initial_attempt_timestamp
-        self.attempts = attempts
-        self.unschedulable_plugins: set[str] = set(unschedulable_plugins)
-        self.pending_plugins: set[str] = set(pending_plugins)
-        self.gated = gated
-        self.gating_plugin = gating_plugin
-
-    @property
-    def pod(self) -> Pod:
-        return self.pod_info.pod
-
-    @property
-    def uid(self) -> str:
-        return self.pod_info.pod.uid
-
-    def rejector_plugins(self) -> set[str]:
-        return self.unschedulable_plugins | self.pending_plugins
-
-    def __repr__(self) -> str:
-        extra = f", gated by {self.gating_plugin or '?'}" if self.gated else ""
-        plugins = sorted(self.rejector_plugins())
-        return f"QueuedPodInfo({self.pod.key}, attempts={self.attempts}, rejected_by={plugins}{extra})"
-
-
-class _Strategy(enum.IntEnum):
-    """kube's queueingStrategy, ordered by precedence."""
-
-    SKIP = 0  # stay in the unschedulable pool
-    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
-    IMMEDIATELY = 2  # activeQ
-
-
-class _Event:
-    """A cluster event recorded while pods were in flight. ``target`` set: it concerns that pod only."""
-
-    __slots__ = ("event", "new", "old", "self_update", "target")
-
-    def __init__(
-        self, event: ClusterEvent, old: Any, new: Any, target: str | None = None, self_update: bool = False
-    ) -> None:
-        self.event = event
-        self.old = old
-        self.new = new
-        self.target = target
-        self.self_update = self_update
-
-
-class _InFlight:
-    __slots__ = ("latest", "qpi", "start")
-
-    def __init__(self, qpi: QueuedPodInfo, start: int) -> None:
-        self.qpi = qpi
-        self.start = start  # absolute index in the event log of the first event it must see
-        self.latest: Pod | None = None  # newest version seen by update() while in flight
-
-
-# ============================================================================================ heap
-
-
-class _Entry:
-    __slots__ = ("index", "key", "order", "qpi", "seq")
-
-    def __init__(self, qpi: QueuedPodInfo, seq: int, key: float = 0.0) -> None:
-        self.qpi = qpi
-        self.seq = seq
-        self.key = key  # backoffQ: the backoff expiry
-        self.order: Any = None  # the heap's comparison key, set by the heap
-        self.index = -1
-
-
-class _Heap:
-    """A binary heap of entries addressable by pod uid (kube's heap.Heap): O(log n) push, pop,
-    remove and re-sort of any entry, so nothing stale is ever left inside. Entries compare by
-    ``order(entry)``, computed on push and on ``fix`` (a tuple compares in C; a custom QueueSort
-    ``less`` comes wrapped in ``_LessOrder``)."""
-
-    __slots__ = ("_by_uid", "_items", "_order")
-
-    def __init__(self, order: Callable[[_Entry], Any]) -> None:
-        self._items: list[_Entry] = []
-        self._by_uid: dict[str, _Entry] = {}
-        self._order = order
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, uid: object) -> bool:
-        return uid in self._by_uid
-
-    def __iter__(self) -> Iterator[_Entry]:
-        return iter(self._items)
-
-    def get(self, uid: str) -> _Entry | None:
-        return self._by_uid.get(uid)
-
-    def peek(self) -> _Entry | None:
-        return self._items[0] if self._items else None
-
-    def push(self, entry: _Entry) -> None:
-        uid = entry.qpi.uid
-        old = self._by_uid.get(uid)
-        if old is not None:
-            self._remove_at(old.index)
-        entry.order = self._order(entry)
-        entry.index = len(self._items)
-        self._items.append(entry)
-        self._by_uid[uid] = entry
-        self._up(entry.index)
-
-    def pop(self) -> _Entry:
-        entry = self._items[0]
-        self._remove_at(0)
-        return entry
-
-    def remove(self, uid: str) -> _Entry | None:
-        entry = self._by_uid.get(uid)
-        if entry is not None:
-            self._remove_at(entry.index)
-        return entry
-
-    def fix(self, uid: str) -> None:
-        """Restore the order after the entry's sort key changed."""
-        entry = self._by_uid[uid]
-        entry.order = self._order(entry)
-        if not self._up(entry.index):
-            self._down(entry.index)
-
-    def _remove_at(self, i: int) -> None:
-        items = self._items
-        entry = items[i]
-        last = items.pop()
-        del self._by_uid[entry.qpi.uid]
-        entry.index = -1
-        if i < len(items):
-            items[i] = last
-            last.index = i
-            if not self._up(i):
-                self._down(i)
-
-    def _up(self, i: int) -> bool:
-        """Sift the entry at ``i`` toward the root (moving parents down into the hole)."""
-        items = self._items
-        entry = items[i]
-        order = entry.order
-        start = i
-        while i > 0:
-            parent = (i - 1) >> 1
-            above = items[parent]
-            if not order < above.order:
-                break
-            items[i] = above
-            above.index = i
-            i = parent
-        items[i] = entry
-        entry.index = i
-        return i != start
-
-    def _down(self, i: int) -> None:
-        items = self._items
-        n = len(items)
-        entry = items[i]
-        order = entry.order
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            below = items[child]
-            right = child + 1
-            if right < n and items[right].order < below.order:
-                child = right
-                below = items[right]
-            if not below.order < order:
-                break
-            items[i] = below
-            below.index = i
-            i = child
-        items[i] = entry
-        entry.index = i
-
-
-class _LessOrder:
-    """activeQ order from a QueueSort plugin's ``less`` (first in, first out among equals), for plugins
-    without ``sort_key``."""
-
-    __slots__ = ("entry", "less")
-
-    def __init__(self, entry: _Entry, less: LessFn) -> None:
-        self.entry = entry
-        self.less = less
-
-    def __lt__(self, other: _LessOrder) -> bool:
-        a, b = self.entry, other.entry
-        if self.less(a.qpi, b.qpi):
-            return True
-        if self.less(b.qpi, a.qpi):
-            return False
-        return a.seq < b.seq
-
-
-# ============================================================================================ queue
-
-LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 SortKeyFn = Callable[[QueuedPodInfo], Any]
 PreEnqueueFn = Callable[[Pod], Status | None]
 IncomingHook = Callable[[str, str], None]
@@ -444,27 +160,25 @@ class SchedulingQueue:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._seq = itertools.count()
-        self._active = _Heap(self._active_order)
-        self._backoff = _Heap(_backoff_order)
+        self._active = Heap(self._active_order)
+        self._backoff = Heap(backoff_order)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         # in flight: uid -> record, in pop order (so the first record has the smallest event index)
-        self._in_flight: dict[str, _InFlight] = {}
-        self._events: list[_Event] = []  # events since the oldest in-flight pod was popped
+        self._in_flight: dict[str, InFlight] = {}
+        self._events: list[RecordedEvent] = []  # events since the oldest in-flight pod was popped
         self._events_base = 0  # absolute index of _events[0]
         self._deleted_in_flight: set[str] = set()  # deleted while in flight: drop when they come back
         self._cycle = 0
         self._closed = False
-        # nominator: pods that preemption (or the API) placed on a node, to be counted there
-        self._nominated: dict[str, list[PodInfo]] = {}
-        self._nominated_node: dict[str, str] = {}
+        self._nominator = Nominator()
 
     # ----------------------------------------------------------------------------- heap orders
 
-    def _active_order(self, e: _Entry) -> Any:
+    def _active_order(self, e: Entry) -> Any:
         if self._sort_key is not None:
             return (self._sort_key(e.qpi), e.seq)
-        return _LessOrder(e, self._less)
+        return LessOrder(e, self._less)
 
     # ============================================================================ pod events
 
@@ -476,7 +190,7 @@ class SchedulingQueue:
                 self._update(None, pod)
                 return
             qpi = QueuedPodInfo(PodInfo(pod), self._clock.now())
-            if self._move_to_active(qpi, _POD_ADD_LABEL):
+            if self._move_to_active(qpi, POD_ADD_LABEL):
                 self._cond.notify_all()
 
     def update(self, old: Pod | None, new: Pod) -> None:
@@ -495,29 +209,29 @@ class SchedulingQueue:
             rec.latest = new
             before = old or previous
             if is_pod_updated(before, new):
-                self._record(_Event(EVENT_UNSCHEDULED_POD_UPDATE, before, new, uid, self_update=True))
+                self._record(RecordedEvent(EVENT_UNSCHEDULED_POD_UPDATE, before, new, uid, self_update=True))
             return
         entry = self._active.get(uid)
         if entry is not None:
             previous = entry.qpi.pod
             entry.qpi.pod_info = PodInfo(new)
             self._active.fix(uid)
-            self._update_nominated(previous, entry.qpi.pod_info)
+            self._nominator.update(previous, entry.qpi.pod_info)
             return
         entry = self._backoff.get(uid)
         if entry is not None:
             previous = entry.qpi.pod
             entry.qpi.pod_info = PodInfo(new)
-            self._update_nominated(previous, entry.qpi.pod_info)
+            self._nominator.update(previous, entry.qpi.pod_info)
             return
         qpi = self._unschedulable.get(uid)
         if qpi is not None:
             previous = qpi.pod
             qpi.pod_info = PodInfo(new)
-            self._update_nominated(previous, qpi.pod_info)
+            self._nominator.update(previous, qpi.pod_info)
             if (
                 is_pod_updated(old or previous, new)
-                and self._requeue(qpi, _Strategy.AFTER_BACKOFF, _POD_UPDATE_LABEL) == ACTIVE
+                and self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE
             ):
                 self._cond.notify_all()
             return
@@ -525,20 +239,20 @@ class SchedulingQueue:
         if qpi is not None:
             previous = qpi.pod
             qpi.pod_info = PodInfo(new)
-            self._update_nominated(previous, qpi.pod_info)
+            self._nominator.update(previous, qpi.pod_info)
             self._run_pre_enqueue(qpi)
-            if not qpi.gated and self._requeue(qpi, _Strategy.AFTER_BACKOFF, _POD_UPDATE_LABEL) == ACTIVE:
+            if not qpi.gated and self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE:
                 self._cond.notify_all()
             return
         qpi = QueuedPodInfo(PodInfo(new), self._clock.now())
-        if self._move_to_active(qpi, _POD_UPDATE_LABEL):
+        if self._move_to_active(qpi, POD_UPDATE_LABEL):
             self._cond.notify_all()
 
     def delete(self, pod: Pod) -> None:
         """The pod is gone (deleted, or assigned by someone else): forget it wherever it is."""
         uid = pod.uid
         with self._lock:
-            self._delete_nominated(uid)
+            self._nominator.delete(uid)
             if self._active.remove(uid) or self._backoff.remove(uid):
                 return
             if self._unschedulable.pop(uid, None) or self._gated.pop(uid, None):
@@ -577,7 +291,7 @@ class SchedulingQueue:
                 qpi.pending_plugins.clear()
                 qpi.gated = False
                 qpi.gating_plugin = ""
-                self._in_flight[uid] = _InFlight(qpi, self._events_base + len(self._events))
+                self._in_flight[uid] = InFlight(qpi, self._events_base + len(self._events))
                 self._cycle += 1
                 return qpi
 
@@ -659,12 +373,12 @@ class SchedulingQueue:
                 if qpi is None:
                     qpi = self._unschedulable.get(uid) or self._gated.get(uid)
                 if qpi is not None:
-                    activated |= self._move_to_active(qpi, _FORCE_ACTIVATE_LABEL)
+                    activated |= self._move_to_active(qpi, FORCE_ACTIVATE_LABEL)
                     continue
                 rec = self._in_flight.get(uid)
                 if rec is not None:
                     pod = rec.latest or rec.qpi.pod
-                    self._record(_Event(FORCE_ACTIVATE, None, pod, uid))
+                    self._record(RecordedEvent(FORCE_ACTIVATE, None, pod, uid))
             if activated:
                 self._cond.notify_all()
 
@@ -717,59 +431,30 @@ class SchedulingQueue:
         """Nominate the pod on ``node_name`` ("" = its ``status.nominatedNodeName``), replacing any
         earlier nomination; the pod's requests then count on that node for lower-priority pods."""
         with self._lock:
-            self._add_nominated(pod_info, node_name)
+            self._nominator.add(pod_info, node_name)
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         with self._lock:
-            self._delete_nominated(pod.uid)
+            self._nominator.delete(pod.uid)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        if not self._nominated:  # the common case, read without the lock (a dict read is atomic)
+        if not self._nominator.by_node:  # the common case, read without the lock (a dict read is atomic)
             return []
         with self._lock:
-            return list(self._nominated.get(node_name, ()))
+            return list(self._nominator.by_node.get(node_name, ()))
 
     def nominated_node_names(self) -> frozenset[str]:
         """The nodes some pod is nominated to (only those need Filter's nominated-pods pass)."""
         with self._lock:
-            return frozenset(self._nominated)
+            return frozenset(self._nominator.by_node)
 
     def has_nominated_pods(self) -> bool:
         """Whether any pod is nominated anywhere: when not, Filter skips the nominated-pods pass."""
-        return bool(self._nominated)
+        return bool(self._nominator.by_node)
 
     def nominated_node_name(self, uid: str) -> str | None:
         with self._lock:
-            return self._nominated_node.get(uid)
-
-    def _add_nominated(self, pod_info: PodInfo, node_name: str = "") -> None:
-        pod = pod_info.pod
-        self._delete_nominated(pod.uid)
-        node = node_name or pod.nominated_node_name
-        if not node or pod.node_name:
-            return  # nothing to nominate, or already assigned
-        self._nominated_node[pod.uid] = node
-        self._nominated.setdefault(node, []).append(pod_info)
-
-    def _delete_nominated(self, uid: str) -> None:
-        node = self._nominated_node.pop(uid, None)
-        if node is None:
-            return
-        pods = [pi for pi in self._nominated.get(node, ()) if pi.pod.uid != uid]
-        if pods:
-            self._nominated[node] = pods
-        else:
-            self._nominated.pop(node, None)
-
-    def _update_nominated(self, old: Pod, new_info: PodInfo) -> None:
-        """kube's updateNominatedPodUnlocked: keep an in-memory nomination when an update carries
-        none (the status write may not have landed yet); otherwise follow the pod's status."""
-        if old.uid not in self._nominated_node and not new_info.pod.nominated_node_name:
-            return
-        keep = ""
-        if not old.nominated_node_name and not new_info.pod.nominated_node_name:
-            keep = self._nominated_node.get(old.uid, "")
-        self._add_nominated(new_info, keep)
+            return self._nominator.node_of.get(uid)
 
     # ============================================================================ inspection
 
@@ -913,23 +598,23 @@ class SchedulingQueue:
             qpi.initial_attempt_timestamp = self._clock.now()
         uid = qpi.uid
         self._detach(uid)
-        self._active.push(_Entry(qpi, next(self._seq)))
+        self._active.push(Entry(qpi, next(self._seq)))
         self._incoming(ACTIVE, label)
-        if label in (_POD_ADD_LABEL, _POD_UPDATE_LABEL):
-            self._add_nominated(qpi.pod_info)
+        if label in (POD_ADD_LABEL, POD_UPDATE_LABEL):
+            self._nominator.add(qpi.pod_info)
         return True
 
     def _move_to_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
         self._detach(qpi.uid)
-        self._backoff.push(_Entry(qpi, next(self._seq), self.backoff_expiry(qpi)))
+        self._backoff.push(Entry(qpi, next(self._seq), self.backoff_expiry(qpi)))
         self._incoming(BACKOFF, label)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, label: str) -> str:
+    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, label: str) -> str:
         """kube's requeuePodWithQueueingStrategy; returns the queue the pod went to."""
-        if strategy == _Strategy.SKIP:
+        if strategy == Strategy.SKIP:
             self._park(qpi, label)
             return GATED if qpi.gated else UNSCHEDULABLE
-        if strategy == _Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
+        if strategy == Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
             self._move_to_backoff(qpi, label)
             return BACKOFF
         if self._move_to_active(qpi, label):
@@ -937,64 +622,30 @@ class SchedulingQueue:
         return GATED
 
     def _is_interesting(self, event: ClusterEvent) -> bool:
-        if _is_wildcard(event):
+        if is_wildcard(event):
             return True
         return any(event.matches(reg) for reg in self._registered)
 
-    def _gate_allows(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-        """A gated pod is reconsidered only for events its gating plugin registered."""
-        regs = self._events_map.get(qpi.gating_plugin, ())
-        return any(event.matches(reg.event) for reg in regs)
-
-    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
-        """kube's isPodWorthRequeuing."""
-        rejectors = qpi.rejector_plugins()
-        if not rejectors:
-            return _Strategy.AFTER_BACKOFF
-        if _is_wildcard(event):
-            if isinstance(new, Pod) and new.uid != qpi.uid:
-                return _Strategy.SKIP  # a wildcard event aimed at another pod
-            return _Strategy.AFTER_BACKOFF
-        strategy = _Strategy.SKIP
-        for plugin in sorted(rejectors):
-            for reg in self._events_map.get(plugin, ()):
-                if not event.matches(reg.event):
-                    continue
-                if reg.hint is not None:
-                    try:
-                        hint = reg.hint(qpi.pod, old, new)
-                    except Exception:  # kube: an error counts as Queue so the pod is not stuck
-                        log.exception("queueing hint of %s failed for pod %s", plugin, qpi.pod.key)
-                        hint = QueueingHint.QUEUE
-                    if hint != QueueingHint.QUEUE:
-                        continue
-                if plugin in qpi.pending_plugins:
-                    return _Strategy.IMMEDIATELY
-                if not qpi.pending_plugins:
-                    return _Strategy.AFTER_BACKOFF
-                strategy = _Strategy.AFTER_BACKOFF
-        return strategy
-
-    def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: _InFlight | None) -> _Strategy:
+    def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: InFlight | None) -> Strategy:
         """kube's determineSchedulingHintForInFlightPod: what the events seen while in flight say."""
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
-            return _Strategy.AFTER_BACKOFF
+            return Strategy.AFTER_BACKOFF
         if rec is None:
             log.warning("pod %s handed back but not in flight; backing it off", qpi.pod.key)
-            return _Strategy.AFTER_BACKOFF
-        strategy = _Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
         uid = qpi.uid
         for i in range(rec.start - self._events_base, len(self._events)):
             ev = self._events[i]
             if ev.target is not None and ev.target != uid:
                 continue
             if ev.self_update:
-                s = _Strategy.AFTER_BACKOFF  # the pod's own spec changed (see update())
+                s = Strategy.AFTER_BACKOFF  # the pod's own spec changed (see update())
             else:
-                s = self._worth_requeuing(qpi, ev.event, ev.old, ev.new)
-            if s == _Strategy.IMMEDIATELY:
+                s = worth_requeuing(self._events_map, qpi, ev.event, ev.old, ev.new)
+            if s == Strategy.IMMEDIATELY:
                 return s
-            if s == _Strategy.AFTER_BACKOFF:
+            if s == Strategy.AFTER_BACKOFF:
                 strategy = s
                 if not qpi.pending_plugins:
                     return s
@@ -1003,21 +654,21 @@ class SchedulingQueue:
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """kube's movePodsToActiveOrBackoffQueue."""
         if not pods:  # the common case (every bind is an AssignedPodAdd): only in-flight pods care
-            self._record(_Event(event, old, new))
+            self._record(RecordedEvent(event, old, new))
             return
         label = event_label(event)
         activated = False
         # Plugins with a registration this event matches: a pod rejected only by others stays put
         # (what _worth_requeuing would say) without running its hints. Thousands of pods parked by
         # NodeResourcesFit must not cost a loop over hints on every pod bound elsewhere.
-        wildcard = _is_wildcard(event)
+        wildcard = is_wildcard(event)
         interested = (
             set()
             if wildcard
-            else {p for p, regs in self._events_map.items() if any(event.matches(r.event) for r in regs)}
+            else interested_plugins(self._events_map, event)
         )
         for qpi in pods:
-            if qpi.gated and not self._gate_allows(qpi, event):
+            if qpi.gated and not gate_allows(self._events_map, qpi, event):
                 continue
             if (
                 not wildcard
@@ -1026,19 +677,19 @@ class SchedulingQueue:
                 and interested.isdisjoint(qpi.pending_plugins)
             ):
                 continue
-            strategy = self._worth_requeuing(qpi, event, old, new)
-            if strategy == _Strategy.SKIP:
+            strategy = worth_requeuing(self._events_map, qpi, event, old, new)
+            if strategy == Strategy.SKIP:
                 continue
             uid = qpi.uid
             self._unschedulable.pop(uid, None)
             self._gated.pop(uid, None)
             if self._requeue(qpi, strategy, label) == ACTIVE:
                 activated = True
-        self._record(_Event(event, old, new))
+        self._record(RecordedEvent(event, old, new))
         if activated:
             self._cond.notify_all()
 
-    def _record(self, ev: _Event) -> None:
+    def _record(self, ev: RecordedEvent) -> None:
         if self._in_flight:
             self._events.append(ev)
 
@@ -1055,10 +706,3 @@ class SchedulingQueue:
             del self._events[:drop]
             self._events_base = oldest
 
-
-def _backoff_order(e: _Entry) -> tuple[float, int]:
-    return (e.key, e.seq)
-
-
-def _is_wildcard(event: ClusterEvent) -> bool:
-    return event.resource == Resource.WILDCARD and event.action == Action.ALL

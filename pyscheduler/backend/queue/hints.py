@@ -1,0 +1,100 @@
+"""Queueing hints: may a cluster event help a parked pod, and how soon should it be retried?
+
+kube's isPodWorthRequeuing and its precedence of strategies, as functions of the ``events_map`` (plugin
+name -> the events it registered, each with an optional hint). The queue calls them with its lock held;
+a hint that raises counts as QUEUE, so a plugin bug never strands a pod.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyscheduler.backend.queue.records import QueuedPodInfo
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.types import Pod
+
+log = logging.getLogger("pyscheduler.backend.queue")
+
+EventsMap = Mapping[str, Sequence[ClusterEventWithHint]]
+
+
+class Strategy(enum.IntEnum):
+    """kube's queueingStrategy, ordered by precedence."""
+
+    SKIP = 0  # stay in the unschedulable pool
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ
+
+
+class RecordedEvent:
+    """A cluster event recorded while pods were in flight. ``target`` set: it concerns that pod only."""
+
+    __slots__ = ("event", "new", "old", "self_update", "target")
+
+    def __init__(
+        self, event: ClusterEvent, old: Any, new: Any, target: str | None = None, self_update: bool = False
+    ) -> None:
+        self.event = event
+        self.old = old
+        self.new = new
+        self.target = target
+        self.self_update = self_update
+
+
+class InFlight:
+    """A popped pod whose cycle is running, and where its view of the event log starts."""
+
+    __slots__ = ("latest", "qpi", "start")
+
+    def __init__(self, qpi: QueuedPodInfo, start: int) -> None:
+        self.qpi = qpi
+        self.start = start  # absolute index in the event log of the first event it must see
+        self.latest: Pod | None = None  # newest version seen by update() while in flight
+
+
+def is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource == Resource.WILDCARD and event.action == Action.ALL
+
+
+def gate_allows(events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+    """A gated pod is reconsidered only for events its gating plugin registered."""
+    regs = events_map.get(qpi.gating_plugin, ())
+    return any(event.matches(reg.event) for reg in regs)
+
+
+def interested_plugins(events_map: EventsMap, event: ClusterEvent) -> set[str]:
+    """The plugins with a registration this event matches (for a non-wildcard event)."""
+    return {p for p, regs in events_map.items() if any(event.matches(r.event) for r in regs)}
+
+
+def worth_requeuing(events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
+    """kube's isPodWorthRequeuing."""
+    rejectors = qpi.rejector_plugins()
+    if not rejectors:
+        return Strategy.AFTER_BACKOFF
+    if is_wildcard(event):
+        if isinstance(new, Pod) and new.uid != qpi.uid:
+            return Strategy.SKIP  # a wildcard event aimed at another pod
+        return Strategy.AFTER_BACKOFF
+    strategy = Strategy.SKIP
+    for plugin in sorted(rejectors):
+        for reg in events_map.get(plugin, ()):
+            if not event.matches(reg.event):
+                continue
+            if reg.hint is not None:
+                try:
+                    hint = reg.hint(qpi.pod, old, new)
+                except Exception:  # kube: an error counts as Queue so the pod is not stuck
+                    log.exception("queueing hint of %s failed for pod %s", plugin, qpi.pod.key)
+                    hint = QueueingHint.QUEUE
+                if hint != QueueingHint.QUEUE:
+                    continue
+            if plugin in qpi.pending_plugins:
+                return Strategy.IMMEDIATELY
+            if not qpi.pending_plugins:
+                return Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
+    return strategy
