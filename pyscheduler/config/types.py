@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pyscheduler.framework import extension_points
 from pyscheduler.framework.plugin_args import ArgsError
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -27,39 +28,11 @@ DEFAULT_SCHEDULER_NAME = "py-scheduler"
 
 # The extension points, in the camelCase spelling of ``profiles[].plugins``. ``multiPoint`` is not one: it is
 # expanded into these. ``extension_points(plugin)`` callables return a subset of these names.
-EXTENSION_POINTS: tuple[str, ...] = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+EXTENSION_POINTS: tuple[str, ...] = extension_points.NAMES
 MULTI_POINT = "multiPoint"
 
 # camelCase extension point -> ResolvedPlugins field
-POINT_FIELDS: Mapping[str, str] = MappingProxyType(
-    {
-        "preEnqueue": "pre_enqueue",
-        "queueSort": "queue_sort",
-        "preFilter": "pre_filter",
-        "filter": "filter",
-        "postFilter": "post_filter",
-        "preScore": "pre_score",
-        "score": "score",
-        "reserve": "reserve",
-        "permit": "permit",
-        "preBind": "pre_bind",
-        "bind": "bind",
-        "postBind": "post_bind",
-    }
-)
+POINT_FIELDS: Mapping[str, str] = extension_points.FIELDS
 
 
 class ConfigError(ArgsError):

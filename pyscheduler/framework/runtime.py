@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from pyscheduler.framework import extension_points
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
@@ -65,56 +66,14 @@ from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
 Scores = np.ndarray[Any, np.dtype[np.int64]]
 """One int64 score per node, in the order of the nodes scored."""
 
-EXTENSION_POINTS = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
-
-_PROTOCOLS: dict[str, type] = {
-    "preEnqueue": PreEnqueuePlugin,
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
-}
+EXTENSION_POINTS = extension_points.NAMES
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
 def extension_points_of(plugin_type: type | object) -> set[str]:
     """The extension points a plugin class (or instance) implements, by its methods."""
-    methods = {
-        "preEnqueue": "pre_enqueue",
-        "queueSort": "less",
-        "preFilter": "pre_filter",
-        "filter": "filter",
-        "postFilter": "post_filter",
-        "preScore": "pre_score",
-        "score": "score",
-        "reserve": "reserve",
-        "permit": "permit",
-        "preBind": "pre_bind",
-        "bind": "bind",
-        "postBind": "post_bind",
-    }
-    return {ep for ep, m in methods.items() if callable(getattr(plugin_type, m, None))}
+    return extension_points.implemented_by(plugin_type)
 
 
 class MetricsObserver(Protocol):
@@ -297,7 +256,7 @@ class Framework:
             out = []
             for name in config.points.get(point, ()):
                 p = self.plugins[name]
-                if not isinstance(p, _PROTOCOLS[point]):
+                if not isinstance(p, extension_points.BY_NAME[point].protocol):
                     raise TypeError(f"plugin {name} does not implement {point}")
                 out.append(p)
             return out
@@ -873,9 +832,3 @@ class FitError(Exception):
             msg += f" {d.post_filter_msg}"
         return msg
 
-
-def noop(*_: Any) -> None:
-    return None
-
-
-Clocked = Callable[[], float]
