@@ -1,0 +1,278 @@
+"""PreScore (weighted topology scores from preferred terms, both ways), Score node by node and over a
+NodeBatch, and NormalizeScore."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    NodeScoreList,
+    ScoreValues,
+)
+from pyscheduler.framework.node_rows import (
+    I64,
+    LabelColumn,
+    Mask,
+    rows_of,
+    snapshot_table,
+    sum_by_code,
+    table_rows,
+)
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.plugins.inter_pod_affinity.common import (
+    NAME,
+    PRE_SCORE_STATE_KEY,
+    PluginBase,
+    frozen_labels,
+)
+from pyscheduler.plugins.inter_pod_affinity.terms import (
+    WeightedAffinityTerm,
+    parse_affinity,
+    terms_of,
+)
+
+
+class PreScoreState:
+    """Topology key -> value -> score. The fast PreScore gives arrays over label codes instead
+    (``arrays``: key -> (label column, scores with a trailing 0, which codes have a score)); the dict
+    is built on first access."""
+
+    __slots__ = ("_score", "arrays")
+
+    def __init__(
+        self,
+        topology_score: dict[str, dict[str, int]] | None = None,
+        arrays: dict[str, tuple[LabelColumn, I64, Mask]] | None = None,
+    ) -> None:
+        self._score = topology_score
+        self.arrays = arrays
+
+    @property
+    def topology_score(self) -> dict[str, dict[str, int]]:
+        if self._score is None:
+            score: dict[str, dict[str, int]] = {}
+            for key, (col, tot, present) in (self.arrays or {}).items():
+                ks = np.flatnonzero(present)
+                score[key] = dict(zip([col.values[k] for k in ks.tolist()], tot[ks].tolist(), strict=True))
+            self._score = score
+        return self._score
+
+    def is_empty(self) -> bool:
+        if self._score is None:
+            return not self.arrays
+        return not self._score
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+class Scoring(PluginBase):
+    # -- Score ---------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        aff = pod.affinity or {}
+        pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+        has_constraints = bool((aff.get("podAffinity") or {}).get(pref_key)) or bool(
+            (aff.get("podAntiAffinity") or {}).get(pref_key)
+        )
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return Status.skip(plugin=NAME)
+
+        snap = self._snapshot()
+        scan: Sequence[NodeInfo]
+        if snap is not None:
+            scan = snap.list() if has_constraints else snap.have_pods_with_affinity_list()
+        else:
+            scan = nodes if has_constraints else [n for n in nodes if n.pods_with_affinity]
+
+        parsed = parse_affinity(pod)
+        if parsed.errors:
+            return Status.as_error(f"failed to parse pod: {'; '.join(parsed.errors)}", plugin=NAME)
+        if not has_constraints and not scan:  # no terms on either side: nothing would score
+            return Status.skip(plugin=NAME)
+        pref_aff = self._merge_weighted(parsed.preferred_affinity)
+        pref_anti = self._merge_weighted(parsed.preferred_anti_affinity)
+        ns_labels = self.namespace_labels(pod.namespace)
+        hard_weight = self.args.hard_pod_affinity_weight
+
+        fast = self._fast_pre_score(pod, scan, has_constraints, pref_aff, pref_anti, ns_labels, hard_weight)
+        if fast is not None:
+            if fast.is_empty():
+                return Status.skip(plugin=NAME)
+            state.write(PRE_SCORE_STATE_KEY, fast)
+            return None
+
+        score: dict[str, dict[str, int]] = {}
+
+        def add(key: str, node_labels: Mapping[str, str], value: int) -> None:
+            tv = node_labels.get(key)
+            if tv is None:
+                return
+            per_key = score.get(key)
+            if per_key is None:
+                per_key = score[key] = {}
+            per_key[tv] = per_key.get(tv, 0) + value
+
+        for ni in scan:
+            node = ni.node
+            if node is None or not node.labels:
+                continue
+            node_labels = node.labels
+            pods = ni.pods if has_constraints else ni.pods_with_affinity
+            for epi in pods:
+                other = epi.pod
+                # the incoming pod's preferred terms against the existing pod
+                for w in pref_aff:
+                    if w.term.matches(other, None):
+                        add(w.term.topology_key, node_labels, w.weight)
+                for w in pref_anti:
+                    if w.term.matches(other, None):
+                        add(w.term.topology_key, node_labels, -w.weight)
+                if not epi.has_affinity:
+                    continue
+                # the existing pod's terms against the incoming pod
+                et = terms_of(epi)
+                if hard_weight > 0:
+                    for t in et.required_affinity:
+                        if t.matches(pod, ns_labels):
+                            add(t.topology_key, node_labels, hard_weight)
+                for w in et.preferred_affinity:
+                    if w.term.matches(pod, ns_labels):
+                        add(w.term.topology_key, node_labels, w.weight)
+                for w in et.preferred_anti_affinity:
+                    if w.term.matches(pod, ns_labels):
+                        add(w.term.topology_key, node_labels, -w.weight)
+
+        if not score:
+            return Status.skip(plugin=NAME)
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(score))
+        return None
+
+    def _fast_pre_score(
+        self,
+        pod: Pod,
+        scan: Sequence[NodeInfo],
+        has_constraints: bool,
+        pref_aff: tuple[WeightedAffinityTerm, ...],
+        pref_anti: tuple[WeightedAffinityTerm, ...],
+        ns_labels: Mapping[str, str] | None,
+        hard_weight: int,
+    ) -> PreScoreState | None:
+        """pre_score's topology scores, as arrays over label codes, from per-row caches; None when
+        ``scan`` is not table rows."""
+        table = snapshot_table(self._snapshot())
+        if table is None:
+            return None
+        rows = rows_of(table, scan)
+        if rows is None:
+            return None
+        key: Hashable = (
+            "score",
+            has_constraints,
+            pref_aff,
+            pref_anti,
+            pod.namespace,
+            frozen_labels(pod.labels),
+            frozen_labels(ns_labels),
+            hard_weight,
+        )
+        rk = self._rows.keyed(key, table.size)
+
+        def node_score(ni: NodeInfo) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {}
+
+            def add(k: str, value: int) -> None:
+                e = out.get(k)
+                if e is None:
+                    out[k] = [value, 1]
+                else:
+                    e[0] += value
+                    e[1] += 1
+
+            for epi in ni.pods if has_constraints else ni.pods_with_affinity:
+                other = epi.pod
+                for w in pref_aff:
+                    if w.term.matches(other, None):
+                        add(w.term.topology_key, w.weight)
+                for w in pref_anti:
+                    if w.term.matches(other, None):
+                        add(w.term.topology_key, -w.weight)
+                if not epi.has_affinity:
+                    continue
+                et = terms_of(epi)
+                if hard_weight > 0:
+                    for t in et.required_affinity:
+                        if t.matches(pod, ns_labels):
+                            add(t.topology_key, hard_weight)
+                for w in et.preferred_affinity:
+                    if w.term.matches(pod, ns_labels):
+                        add(w.term.topology_key, w.weight)
+                for w in et.preferred_anti_affinity:
+                    if w.term.matches(pod, ns_labels):
+                        add(w.term.topology_key, -w.weight)
+            return out
+
+        rk.refresh(rows, table.generation[rows], scan, node_score)
+        arrays: dict[str, tuple[LabelColumn, I64, Mask]] = {}
+        for k, sums in rk.sums.items():
+            col = self._labels.column(table, k)
+            r = sum_by_code(len(col.values), col.codes[rows], sums[rows], rk.hits[k][rows] > 0)
+            if r is not None:
+                arrays[k] = (col, r[0], r[1])
+        return PreScoreState(arrays=arrays)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        node = node_info.node
+        if not isinstance(s, PreScoreState) or node is None:
+            return 0, None
+        labels = node.labels
+        total = 0
+        for key, values in s.topology_score.items():
+            tv = labels.get(key)
+            if tv is not None:
+                total += values.get(tv, 0)
+        return total, None
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreValues, Status | None]:
+        """``score`` for every node: per topology key, the scores looked up by label code."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        br = table_rows(nodes, self._snapshot())
+        if br is None or not isinstance(s, PreScoreState):
+            return [self.score(state, pod, ni)[0] for ni in nodes], None
+        table, rows = br
+        total = np.zeros(len(rows), dtype=np.int64)
+        arrays = s.arrays
+        for key in arrays if arrays is not None else s.topology_score:
+            col = self._labels.column(table, key)
+            hit = arrays.get(key) if arrays is not None else None
+            if hit is not None and hit[0] is col:
+                per = hit[1]  # zero for codes without a score, as values.get(v, 0)
+            else:
+                per = col.per_code(s.topology_score[key])
+            total += per[col.codes[rows]]
+        return total, None
+
+    def score_extensions(self) -> Scoring:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: NodeScoreList) -> Status | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState) or s.is_empty() or not scores:
+            return None
+        max_count = max(ns.score for ns in scores)
+        min_count = min(ns.score for ns in scores)
+        diff = max_count - min_count
+        for ns in scores:
+            f = 0.0
+            if diff > 0:
+                f = float(MAX_NODE_SCORE) * (float(ns.score - min_count) / float(diff))
+            ns.score = int(f)
+        return None
