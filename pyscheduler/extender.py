@@ -67,7 +67,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -75,6 +74,7 @@ import structlog
 import urllib3
 
 from pyscheduler.config.types import DEFAULT_EXTENDER_HTTP_TIMEOUT, Extender, ExtenderTLSConfig
+from pyscheduler.framework.helpers.timefmt import rfc3339, rfc3339_micro
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import (
     CPU,
@@ -123,10 +123,7 @@ class Victims:
 
 
 def _stamp(seconds: float) -> str:
-    dt = datetime.fromtimestamp(seconds, UTC)
-    if seconds == int(seconds):
-        return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339(seconds) if seconds == int(seconds) else rfc3339_micro(seconds)
 
 
 _BINARY_SUFFIXES = (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))

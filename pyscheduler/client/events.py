@@ -25,13 +25,13 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import structlog
 
 from pyscheduler.client.api import ApiError
 from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.framework.helpers.timefmt import rfc3339_micro
 from pyscheduler.framework.types import JSON, Pod
 
 log = structlog.get_logger("pyscheduler.client")
@@ -49,7 +49,7 @@ class EventSink(Protocol):
 
 def micro_time(ts: float) -> str:
     """MicroTime as the API writes it: ``2026-01-01T00:00:00.000000Z``."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339_micro(ts)
 
 
 def truncate_note(note: str, limit: int = NOTE_LIMIT) -> str:

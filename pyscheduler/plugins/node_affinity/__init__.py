@@ -61,6 +61,18 @@ from pyscheduler.framework.events import (
     as_node,
 )
 from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
+from pyscheduler.framework.helpers.node_affinity import (
+    PREFERRED,
+    REQUIRED,
+    RequiredNodeAffinity,
+    WeightedTerm,
+    compile_node_selector,
+    compile_preferred,
+    pod_node_affinity,
+    preferred_score,
+    split_error,
+    terms_match,
+)
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
@@ -77,14 +89,6 @@ from pyscheduler.framework.selectors import NodeSelectorTerm
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod
 from pyscheduler.plugins.node_affinity.batch import RowCache, per_row, term_keys
-from pyscheduler.plugins.node_affinity.terms import (
-    WeightedTerm,
-    compile_node_selector,
-    compile_preferred,
-    preferred_score,
-    split_error,
-    terms_match,
-)
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = f"PreFilter{NAME}"
@@ -94,8 +98,6 @@ ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
 
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _ADDED_AFFINITY_KEYS = frozenset({REQUIRED, PREFERRED})
 
 # Statuses are immutable: one object serves every node Filter rejects.
@@ -154,65 +156,9 @@ def compile_added_affinity(raw: Mapping[str, Any] | None, where: str) -> AddedAf
 # ------------------------------------------------------------------------------- pod's affinity
 
 
-def _node_affinity(pod: Pod) -> Mapping[str, Any]:
-    aff = pod.affinity
-    if not aff:
-        return {}
-    na = aff.get("nodeAffinity")
-    return na if isinstance(na, Mapping) else {}
-
-
-class RequiredNodeAffinity:
-    """A pod's nodeSelector AND its required node affinity (kube's nodeaffinity.RequiredNodeAffinity).
-    ``terms`` is None when the pod has no required node affinity; ``errors`` are its terms that did not
-    parse (they never match)."""
-
-    __slots__ = ("errors", "selector", "terms")
-
-    def __init__(
-        self,
-        selector: tuple[tuple[str, str], ...],
-        terms: tuple[NodeSelectorTerm, ...] | None,
-        errors: tuple[str, ...] = (),
-    ) -> None:
-        self.selector = selector
-        self.terms = terms
-        self.errors = errors
-
-    @classmethod
-    def of(cls, pod: Pod) -> RequiredNodeAffinity:
-        selector = tuple((str(k), str(v)) for k, v in pod.node_selector.items())
-        required = _node_affinity(pod).get(REQUIRED)
-        if required is None:
-            return cls(selector, None)
-        terms, errors = compile_node_selector(required, f"spec.affinity.nodeAffinity.{REQUIRED}")
-        return cls(selector, terms, errors)
-
-    def matches(self, node: Node) -> bool:
-        labels = node.labels
-        for k, v in self.selector:
-            if labels.get(k) != v:
-                return False
-        if self.terms is None:
-            return True
-        return terms_match(self.terms, node)
-
-    def match_or_error(self, node: Node) -> bool | None:
-        """Like ``matches``, but None where kube's Match reports an error: the selector labels match, no
-        term matches and some term did not parse."""
-        if self.matches(node):
-            return True
-        if self.errors and all(node.labels.get(k) == v for k, v in self.selector):
-            return None
-        return False
-
-    def clone(self) -> RequiredNodeAffinity:
-        return self  # read-only
-
-
 def pod_preferred_terms(pod: Pod) -> tuple[tuple[WeightedTerm, ...] | None, tuple[str, ...]]:
     """The pod's preferred node affinity terms (None when it has none) and their parse errors."""
-    raw = _node_affinity(pod).get(PREFERRED)
+    raw = pod_node_affinity(pod).get(PREFERRED)
     if raw is None:
         return None, ()
     return compile_preferred(raw, f"spec.affinity.nodeAffinity.{PREFERRED}")
@@ -258,7 +204,7 @@ class NodeAffinity:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        required = _node_affinity(pod).get(REQUIRED)
+        required = pod_node_affinity(pod).get(REQUIRED)
         if required is None and self.added_required is None and not pod.node_selector:
             return None, Status.skip(plugin=NAME)
         state.write(PRE_FILTER_STATE_KEY, RequiredNodeAffinity.of(pod))

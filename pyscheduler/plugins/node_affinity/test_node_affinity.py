@@ -6,6 +6,7 @@ import pytest
 
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
+from pyscheduler.framework.helpers.names import label_value_error, qualified_name_error
 from pyscheduler.framework.interfaces import Handle, NodeScore, PreFilterResult
 from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.plugin_args import ArgsError
@@ -22,7 +23,6 @@ from pyscheduler.plugins.node_affinity import (
     NodeAffinityArgs,
 )
 from pyscheduler.plugins.node_affinity import batch as batch_mod
-from pyscheduler.plugins.node_affinity.terms import label_value_error, qualified_name_error
 from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 

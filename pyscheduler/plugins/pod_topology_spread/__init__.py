@@ -50,6 +50,7 @@ Filter and ``filter_nodes``), ``scoring.py`` (PreScore, Score and ``score_nodes`
 
 from __future__ import annotations
 
+from pyscheduler.framework.helpers.gomath import go_round, go_round_array
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.plugins.pod_topology_spread.args import PodTopologySpreadArgs
@@ -57,8 +58,6 @@ from pyscheduler.plugins.pod_topology_spread.common import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     NAME,
-    go_round,
-    go_round_array,
 )
 from pyscheduler.plugins.pod_topology_spread.filtering import Filtering, PreFilterState
 from pyscheduler.plugins.pod_topology_spread.hints import Hints

@@ -3,9 +3,9 @@ paths, and the constants the constraints are spelled with."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pyscheduler.framework.helpers.names import qualified_name_error
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.types import JSON
 
@@ -22,40 +22,6 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[JSON, ...] = (
     {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
     {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
 )
-
-
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def label_name_error(key: str) -> str | None:
-    """Why ``key`` is not a valid label name (apimachinery's IsQualifiedName), or None."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return "prefix part must be non-empty"
-        if len(prefix) > 253:
-            return "prefix part must be no more than 253 characters"
-        if not _DNS1123_SUBDOMAIN.match(prefix):
-            return "prefix part must be a lowercase RFC 1123 subdomain"
-    else:
-        return (
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', "
-            "with an optional DNS subdomain prefix and '/'"
-        )
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _QUALIFIED_NAME.match(name):
-        return (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
-    return None
 
 
 @dataclass(frozen=True)
@@ -90,7 +56,7 @@ class PodTopologySpreadArgs:
                 raise ArgsError(f"{p}.topologyKey", "Required value: can not be empty")
             if not isinstance(key, str):
                 raise ArgsError(f"{p}.topologyKey", f"must be a string, got {key!r}")
-            err = label_name_error(key)
+            err = qualified_name_error(key)
             if err:
                 raise ArgsError(f"{p}.topologyKey", f'Invalid value: "{key}": {err}')
             when = c.get("whenUnsatisfiable")

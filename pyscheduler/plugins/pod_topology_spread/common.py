@@ -4,14 +4,13 @@ defaulted from its Services and controller)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from pyscheduler.framework.helpers.node_affinity import RequiredNodeAffinity
 from pyscheduler.framework.interfaces import (
     ClusterObjects,
     Handle,
@@ -26,7 +25,6 @@ from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.selectors import (
     LabelMatcher,
     LabelSelector,
-    NodeSelector,
     Requirement,
     SelectorError,
     compile_selector,
@@ -122,38 +120,6 @@ def count_pods_matching(
     return n
 
 
-class RequiredNodeAffinity:
-    """The pod's nodeSelector AND its required node affinity (kube's nodeaffinity.RequiredNodeAffinity).
-    A selector that does not parse matches no node."""
-
-    __slots__ = ("_bad", "_node_selector", "_terms", "trivial")
-
-    def __init__(self, pod: Pod) -> None:
-        self._node_selector = dict(pod.node_selector)
-        self._terms: NodeSelector | None = None
-        self._bad = False
-        na = (pod.affinity or {}).get("nodeAffinity") or {}
-        req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if req is not None:
-            try:
-                self._terms = NodeSelector.parse(req)
-            except SelectorError:
-                self._bad = True
-        # matches every node: no nodeSelector, no required node affinity
-        self.trivial = not self._node_selector and self._terms is None and not self._bad
-
-    def matches(self, node: Node) -> bool:
-        labels = node.labels
-        for k, v in self._node_selector.items():
-            if labels.get(k) != v:
-                return False
-        if self._bad:
-            return False
-        if self._terms is not None:
-            return self._terms.matches(labels, node.name)
-        return True
-
-
 def tolerates_all_hard_taints(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
     """No NoSchedule/NoExecute taint is left untolerated."""
     for t in taints:
@@ -187,24 +153,6 @@ class NodeChecks:
         if c.node_affinity_policy == HONOR and not aff:
             return False
         return not (c.node_taints_policy == HONOR and not taints)
-
-
-def go_round(x: float) -> int:
-    """Go's math.Round: half away from zero."""
-    if x < 0:
-        return -go_round(-x)
-    r = math.floor(x)
-    if x - r >= 0.5:
-        r += 1
-    return int(r)
-
-
-def go_round_array(x: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """``go_round`` of every element: the same floor and comparison on the magnitude, then the sign."""
-    a = np.abs(x)
-    r = np.floor(a)
-    r += (a - r) >= 0.5
-    return (np.copysign(r, x)).astype(np.int64)
 
 
 class PluginBase:

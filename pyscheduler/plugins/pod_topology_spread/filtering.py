@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.helpers.node_affinity import RequiredNodeAffinity
 from pyscheduler.framework.interfaces import (
     PreFilterResult,
 )
@@ -36,7 +37,6 @@ from pyscheduler.plugins.pod_topology_spread.common import (
     Constraint,
     NodeChecks,
     PluginBase,
-    RequiredNodeAffinity,
     count_pods_matching,
     node_has_all_keys,
 )
@@ -152,7 +152,7 @@ class Filtering(PluginBase):
 
     def calc_pre_filter_state(self, pod: Pod, nodes: Sequence[NodeInfo]) -> PreFilterState:
         constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
-        req = RequiredNodeAffinity(pod)
+        req = RequiredNodeAffinity.of(pod)
         checks = NodeChecks(pod, constraints, req)
         s = PreFilterState(constraints, [1 if c.matches(pod.labels) else 0 for c in constraints], checks)
         if not constraints:

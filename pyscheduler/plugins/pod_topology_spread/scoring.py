@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.helpers.gomath import go_round, go_round_array
+from pyscheduler.framework.helpers.node_affinity import RequiredNodeAffinity
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     NodeScoreList,
@@ -38,10 +40,7 @@ from pyscheduler.plugins.pod_topology_spread.common import (
     Constraint,
     NodeChecks,
     PluginBase,
-    RequiredNodeAffinity,
     count_pods_matching,
-    go_round,
-    go_round_array,
     node_has_all_keys,
 )
 
@@ -109,7 +108,7 @@ class Scoring(PluginBase):
 
         non_host = [(i, c) for i, c in indexed if c.topology_key != LABEL_HOSTNAME]
         if non_host:
-            checks = NodeChecks(pod, constraints, RequiredNodeAffinity(pod))
+            checks = NodeChecks(pod, constraints, RequiredNodeAffinity.of(pod))
             ns = pod.namespace
             for ni in all_nodes:
                 node = ni.node
@@ -190,7 +189,7 @@ class Scoring(PluginBase):
 
         # pass 2, over all nodes: matching pods per domain
         live, codes = live_rows(all_rows)
-        checks = NodeChecks(pod, constraints, RequiredNodeAffinity(pod))
+        checks = NodeChecks(pod, constraints, RequiredNodeAffinity.of(pod))
         aff, taints = self._eligibility(checks, all_nodes, live)
         ns = pod.namespace
         for i in non_host:

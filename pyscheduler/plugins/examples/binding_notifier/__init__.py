@@ -41,6 +41,7 @@ import structlog
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.registry import PluginSpec
@@ -82,10 +83,6 @@ def http_post(url: str, body: bytes, timeout: float) -> None:
         r.read()
 
 
-def _rfc3339(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 class BindingNotifier:
     name = NAME
 
@@ -119,7 +116,7 @@ class BindingNotifier:
             "node": node_name,
             "uid": pod.uid,
             "scheduler": pod.scheduler_name,
-            "time": _rfc3339(self._wall()),
+            "time": rfc3339(self._wall()),
         }
         self._ensure_thread()
         try:

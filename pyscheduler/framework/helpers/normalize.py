@@ -1,16 +1,11 @@
-"""Helpers plugins share (kube-scheduler's pkg/scheduler/framework/plugins/helper)."""
+"""kube's DefaultNormalizeScore: scale scores to [0, MaxNodeScore], optionally reversed."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from pyscheduler.framework.helpers.gomath import go_div
 from pyscheduler.framework.interfaces import NodeScore, ScoreValues
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's int64 division: truncates toward zero (Python's // floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:

@@ -1,4 +1,6 @@
-"""Parsing node selector terms the way kube's component-helpers ``nodeaffinity`` package does.
+"""Node selector terms the way kube's component-helpers ``nodeaffinity`` package parses them, and a pod's
+required node affinity as one matcher (``RequiredNodeAffinity``: NodeAffinity's Filter and
+PodTopologySpread's inclusion policy both use it, as in kube).
 
 - A term with neither ``matchExpressions`` nor ``matchFields`` is dropped (it selects nothing).
 - A term that fails to parse never matches; for a pod's own terms that is all (kube's "lazy errors":
@@ -13,58 +15,22 @@ Matching itself is ``pyscheduler.framework.selectors.NodeSelectorTerm``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyscheduler.framework.helpers.names import label_value_error, qualified_name_error
 from pyscheduler.framework.selectors import NodeSelectorTerm, SelectorError, parse_node_selector_term
-from pyscheduler.framework.types import Node
+from pyscheduler.framework.types import Node, Pod
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 _TERM_KEYS = frozenset({"matchExpressions", "matchFields"})
 _REQUIREMENT_KEYS = frozenset({"key", "operator", "values"})
 _NODE_SELECTOR_KEYS = frozenset({"nodeSelectorTerms"})
 _PREFERRED_KEYS = frozenset({"weight", "preference"})
 _FIELD_OPS = frozenset({"In", "NotIn"})
-
-_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_NAME_CHARS_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-
-
-def qualified_name_error(key: str) -> str | None:
-    """Why ``key`` is not a valid label key (``[prefix/]name``), or None."""
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            return "prefix part must be non-empty"
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-            return "prefix part must be a lowercase RFC 1123 subdomain of at most 253 characters"
-    else:
-        return "a qualified name must be of the form [prefix/]name"
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _NAME_RE.fullmatch(name):
-        return f"name part {_NAME_CHARS_MSG}"
-    return None
-
-
-def label_value_error(value: str) -> str | None:
-    """Why ``value`` is not a valid label value, or None (the empty value is valid)."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if value and not _NAME_RE.fullmatch(value):
-        return f"a valid label value {_NAME_CHARS_MSG}"
-    return None
-
 
 def _check_keys(obj: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     for k in obj:
@@ -217,3 +183,67 @@ def preferred_score(terms: Sequence[WeightedTerm], node: Node) -> int:
         if w.term.matches(labels, name):
             total += w.weight
     return total
+
+
+# ------------------------------------------------------------------------- a pod's node affinity
+
+
+def pod_node_affinity(pod: Pod) -> Mapping[str, Any]:
+    aff = pod.affinity
+    if not aff:
+        return {}
+    na = aff.get("nodeAffinity")
+    return na if isinstance(na, Mapping) else {}
+
+
+class RequiredNodeAffinity:
+    """A pod's nodeSelector AND its required node affinity (kube's nodeaffinity.RequiredNodeAffinity).
+    ``terms`` is None when the pod has no required node affinity; ``errors`` are its terms that did not
+    parse (they never match)."""
+
+    __slots__ = ("errors", "selector", "terms")
+
+    def __init__(
+        self,
+        selector: tuple[tuple[str, str], ...],
+        terms: tuple[NodeSelectorTerm, ...] | None,
+        errors: tuple[str, ...] = (),
+    ) -> None:
+        self.selector = selector
+        self.terms = terms
+        self.errors = errors
+
+    @classmethod
+    def of(cls, pod: Pod) -> RequiredNodeAffinity:
+        selector = tuple((str(k), str(v)) for k, v in pod.node_selector.items())
+        required = pod_node_affinity(pod).get(REQUIRED)
+        if required is None:
+            return cls(selector, None)
+        terms, errors = compile_node_selector(required, f"spec.affinity.nodeAffinity.{REQUIRED}")
+        return cls(selector, terms, errors)
+
+    def matches(self, node: Node) -> bool:
+        labels = node.labels
+        for k, v in self.selector:
+            if labels.get(k) != v:
+                return False
+        if self.terms is None:
+            return True
+        return terms_match(self.terms, node)
+
+    def match_or_error(self, node: Node) -> bool | None:
+        """Like ``matches``, but None where kube's Match reports an error: the selector labels match, no
+        term matches and some term did not parse."""
+        if self.matches(node):
+            return True
+        if self.errors and all(node.labels.get(k) == v for k, v in self.selector):
+            return None
+        return False
+
+    @property
+    def trivial(self) -> bool:
+        """Matches every node: no nodeSelector, no required node affinity."""
+        return not self.selector and self.terms is None
+
+    def clone(self) -> RequiredNodeAffinity:
+        return self  # read-only
