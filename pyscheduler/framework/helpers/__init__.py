@@ -7,6 +7,7 @@ component-helpers the plugins use). Pure: no I/O, no clock. One copy of each, so
                       subdomains) with its exact messages; extended resource names
     node_affinity.py  node selector terms as component-helpers parses them; a pod's required node
                       affinity (nodeSelector AND required terms) as one matcher
+    storage.py        PVC/PV/StorageClass JSON as component-helpers reads it; the claims a pod uses
     timefmt.py        RFC 3339 timestamps as the API server writes them
 """
 

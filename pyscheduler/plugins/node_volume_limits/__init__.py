@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,17 @@ from pyscheduler.framework.events import (
     QueueingHint,
     Resource,
     as_pod,
+)
+from pyscheduler.framework.helpers.storage import (
+    CSI_NODE,
+    PV,
+    PVC,
+    STORAGE_CLASS,
+    claim_class,
+    is_controlled_by,
+    list_optional,
+    meta,
+    spec,
 )
 from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
@@ -62,12 +73,7 @@ STATE_KEY = f"PreFilter{NAME}"
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
-PVC = "PersistentVolumeClaim"
-PV = "PersistentVolume"
-STORAGE_CLASS = "StorageClass"
-CSI_NODE = "CSINode"
 VOLUME_ATTACHMENT = "VolumeAttachment"
-ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 JSONMap = Mapping[str, Any]
 
@@ -103,36 +109,14 @@ class _State:
         return self
 
 
-def _meta(obj: JSONMap) -> JSONMap:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
-def _spec(obj: JSONMap) -> JSONMap:
-    s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
 
 
-def _claim_class(pvc: JSONMap) -> str:
-    ann = _meta(pvc).get("annotations")
-    if isinstance(ann, Mapping) and ANN_BETA_STORAGE_CLASS in ann:
-        return str(ann[ANN_BETA_STORAGE_CLASS])
-    return str(_spec(pvc).get("storageClassName") or "")
 
 
-def _owned_by(pvc: JSONMap, pod: Pod) -> bool:
-    return any(
-        isinstance(r, Mapping) and r.get("controller") and r.get("uid") == pod.uid
-        for r in _meta(pvc).get("ownerReferences") or ()
-    )
 
 
-def _list(objects: ClusterObjects, kind: str) -> Iterable[JSONMap]:
-    """Objects of a kind the ClusterObjects may not serve: none then."""
-    try:
-        return list(objects.list(kind))
-    except (LookupError, ValueError, TypeError, NotImplementedError):
-        return []
 
 
 def has_attachable_volume(pod: Pod) -> bool:
@@ -150,7 +134,7 @@ def node_volume_limits(node_info: NodeInfo, csi_node: JSONMap | None) -> dict[st
         k: v for k, v in node_info.allocatable.scalar.items() if k.startswith(ATTACHABLE_VOLUMES_PREFIX)
     }
     if csi_node is not None:
-        for d in _spec(csi_node).get("drivers") or ():
+        for d in spec(csi_node).get("drivers") or ():
             if not isinstance(d, Mapping):
                 continue
             alloc = d.get("allocatable")
@@ -194,7 +178,7 @@ class NodeVolumeLimits:
                     out.append(_Vol(error=Status.unresolvable(msg, plugin=NAME)))
                     break
                 continue
-            if ephemeral and not _owned_by(pvc, pod):
+            if ephemeral and not is_controlled_by(pvc, pod):
                 msg = (
                     f"PVC {pod.namespace}/{claim} was not created for pod "
                     f"{pod.namespace}/{pod.name} (pod is not owner)"
@@ -223,14 +207,14 @@ class NodeVolumeLimits:
 
     def _driver_info(self, objects: ClusterObjects, pvc: JSONMap) -> tuple[str, str, str]:
         """(driver, volume handle, in-tree plugin or "") of a claim; empty when not countable."""
-        pv_name = str(_spec(pvc).get("volumeName") or "")
+        pv_name = str(spec(pvc).get("volumeName") or "")
         pv = objects.get(PV, "", pv_name) if pv_name else None
         if pv is None:
             return self._driver_info_from_class(objects, pvc)
-        csi = _spec(pv).get("csi")
+        csi = spec(pv).get("csi")
         if isinstance(csi, Mapping):
             return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or ""), ""
-        found = in_tree_source(_spec(pv))
+        found = in_tree_source(spec(pv))
         if found is None:
             return "", "", ""
         t, src = found
@@ -242,14 +226,14 @@ class NodeVolumeLimits:
             return "", "", ""
 
     def _driver_info_from_class(self, objects: ClusterObjects, pvc: JSONMap) -> tuple[str, str, str]:
-        cls = _claim_class(pvc)
+        cls = claim_class(pvc)
         if not cls:
             # no class: an immediate claim that must be bound before scheduling
             return "", "", ""
         sc = objects.get(STORAGE_CLASS, "", cls)
         if sc is None:
             return "", "", ""
-        md = _meta(pvc)
+        md = meta(pvc)
         handle = f"{self._random_prefix}-{md.get('namespace') or ''}/{md.get('name') or ''}"
         provisioner = str(sc.get("provisioner") or "")
         t = BY_PLUGIN.get(provisioner)
@@ -271,15 +255,15 @@ class NodeVolumeLimits:
         """VolumeAttachments by node: (<attacher>/<handle>, limit key) of attached CSI PVs."""
         if st.attachments is None:
             by_node: dict[str, list[tuple[str, str]]] = {}
-            for va in _list(objects, VOLUME_ATTACHMENT):
-                s = _spec(va)
+            for va in list_optional(objects, VOLUME_ATTACHMENT):
+                s = spec(va)
                 attacher = str(s.get("attacher") or "")
                 source = s.get("source")
                 pv_name = source.get("persistentVolumeName") if isinstance(source, Mapping) else None
                 if not attacher or not pv_name:
                     continue
                 pv = objects.get(PV, "", str(pv_name))
-                csi = _spec(pv).get("csi") if pv is not None else None
+                csi = spec(pv).get("csi") if pv is not None else None
                 if not isinstance(csi, Mapping):
                     continue
                 unique = f"{attacher}/{csi.get('volumeHandle') or ''}"
@@ -371,7 +355,7 @@ class NodeVolumeLimits:
 
 def _driver_counts(csi_node: JSONMap) -> dict[str, int]:
     out: dict[str, int] = {}
-    for d in _spec(csi_node).get("drivers") or ():
+    for d in spec(csi_node).get("drivers") or ():
         if isinstance(d, Mapping):
             alloc = d.get("allocatable")
             count = alloc.get("count") if isinstance(alloc, Mapping) else None
@@ -409,7 +393,7 @@ def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint
     """A claim the pod uses (a PVC volume or a generic ephemeral volume's claim) was created."""
     if not isinstance(new, Mapping):
         return QueueingHint.QUEUE
-    md = _meta(new)
+    md = meta(new)
     if str(md.get("namespace") or "") != pod.namespace:
         return QueueingHint.SKIP
     name = str(md.get("name") or "")

@@ -61,13 +61,7 @@ from pyscheduler.framework.events import (
     QueueingHint,
     Resource,
 )
-from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
-from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.selectors import LabelSelector, SelectorError
-from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import Node, NodeInfo, Pod
-from pyscheduler.plugins.volume_binding._helpers import (
+from pyscheduler.framework.helpers.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_MIGRATED_PLUGINS,
     ANN_SELECTED_NODE,
@@ -78,18 +72,9 @@ from pyscheduler.plugins.volume_binding._helpers import (
     PVC,
     STORAGE_CLASS,
     WAIT_FOR_FIRST_CONSUMER,
-    AssumeCache,
-    Candidate,
-    CandidateIndex,
-    ClaimInfo,
     JSONMap,
-    NodeAffinity,
-    TopologySelector,
-    VolumeError,
     annotations_of,
-    bind_volume_to_claim,
     binding_mode,
-    claim_candidates,
     claim_class,
     ephemeral_owner_error,
     get_optional,
@@ -98,13 +83,36 @@ from pyscheduler.plugins.volume_binding._helpers import (
     list_optional,
     name_of,
     namespace_of,
-    pick_volume,
     pod_claims,
     pv_class,
     quantity_value,
     rv_of,
     spec,
     thaw,
+)
+from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
+from pyscheduler.framework.plugin_args import ArgsError
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.selectors import LabelSelector, SelectorError
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Node, NodeInfo, Pod
+from pyscheduler.plugins.volume_binding.assume_cache import (
+    AssumeCache,
+)
+from pyscheduler.plugins.volume_binding.binding import (
+    VolumeError,
+    bind_volume_to_claim,
+)
+from pyscheduler.plugins.volume_binding.matching import (
+    Candidate,
+    CandidateIndex,
+    ClaimInfo,
+    claim_candidates,
+    pick_volume,
+)
+from pyscheduler.plugins.volume_binding.topology import (
+    NodeAffinity,
+    TopologySelector,
 )
 
 NAME = "VolumeBinding"

@@ -34,6 +34,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_pod,
 )
+from pyscheduler.framework.helpers.storage import PVC, pvc_claim_names
 from pyscheduler.framework.interfaces import Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -48,7 +49,6 @@ ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
     "already in-use by another pod"
 )
 
-PVC = "PersistentVolumeClaim"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 _RESTRICTED = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 
@@ -74,16 +74,9 @@ class _State:
 def _conflicting_refs(rwop_claims: frozenset[str], pod: Pod) -> int:
     if not rwop_claims:
         return 0
-    return sum(1 for name in _claim_names(pod) if name in rwop_claims)
+    return sum(1 for name in pvc_claim_names(pod) if name in rwop_claims)
 
 
-def _claim_names(pod: Pod) -> list[str]:
-    out: list[str] = []
-    for v in pod.volumes:
-        src = v.get("persistentVolumeClaim")
-        if src is not None:
-            out.append(str(src.get("claimName") or "") if isinstance(src, Mapping) else "")
-    return out
 
 
 def needs_restrictions_check(volume: JSONMap) -> bool:
@@ -156,7 +149,7 @@ class VolumeRestrictions:
         restricted = tuple(v for v in pod.volumes if needs_restrictions_check(v))
         objects = self._handle.objects
         rwop: set[str] = set()
-        for claim_name in _claim_names(pod):
+        for claim_name in pvc_claim_names(pod):
             pvc = objects.get(PVC, pod.namespace, claim_name)
             if pvc is None:
                 return None, Status.unresolvable(
@@ -243,8 +236,8 @@ def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHi
     for v in pod.volumes:
         if needs_restrictions_check(v) and is_volume_conflict(v, deleted):
             return QueueingHint.QUEUE
-    claims = set(_claim_names(pod))
-    if any(name in claims for name in _claim_names(deleted)):
+    claims = set(pvc_claim_names(pod))
+    if any(name in claims for name in pvc_claim_names(deleted)):
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
 
@@ -257,7 +250,7 @@ def is_schedulable_after_pvc_added(pod: Pod, old: Any, new: Any) -> QueueingHint
     md = md if isinstance(md, Mapping) else {}
     if str(md.get("namespace") or "") != pod.namespace:
         return QueueingHint.SKIP
-    return QueueingHint.QUEUE if str(md.get("name") or "") in _claim_names(pod) else QueueingHint.SKIP
+    return QueueingHint.QUEUE if str(md.get("name") or "") in pvc_claim_names(pod) else QueueingHint.SKIP
 
 
 def new(args: None, handle: Handle) -> VolumeRestrictions:

@@ -36,6 +36,15 @@ from pyscheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from pyscheduler.framework.helpers.storage import (
+    PV,
+    PVC,
+    STORAGE_CLASS,
+    claim_class,
+    meta,
+    pvc_claim_names,
+    spec,
+)
 from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -54,10 +63,6 @@ TOPOLOGY_LABELS = (LABEL_BETA_ZONE, LABEL_BETA_REGION, LABEL_ZONE, LABEL_REGION)
 _TO_GA = {LABEL_BETA_ZONE: LABEL_ZONE, LABEL_BETA_REGION: LABEL_REGION}
 MULTI_ZONE_DELIMITER = "__"
 
-PVC = "PersistentVolumeClaim"
-PV = "PersistentVolume"
-STORAGE_CLASS = "StorageClass"
-ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 JSONMap = Mapping[str, Any]
 
@@ -77,14 +82,8 @@ class _State:
         return self
 
 
-def _meta(obj: JSONMap) -> JSONMap:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
-def _spec(obj: JSONMap) -> JSONMap:
-    s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
 
 
 def label_zones_to_set(value: str) -> frozenset[str] | None:
@@ -99,10 +98,10 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
 
 
 def pv_topologies(pv: JSONMap) -> tuple[PVTopology, ...]:
-    labels = _meta(pv).get("labels")
+    labels = meta(pv).get("labels")
     if not isinstance(labels, Mapping):
         return ()
-    name = str(_meta(pv).get("name") or "")
+    name = str(meta(pv).get("name") or "")
     out: list[PVTopology] = []
     for key in TOPOLOGY_LABELS:
         if key in labels:
@@ -112,20 +111,8 @@ def pv_topologies(pv: JSONMap) -> tuple[PVTopology, ...]:
     return tuple(out)
 
 
-def _claim_class(pvc: JSONMap) -> str:
-    ann = _meta(pvc).get("annotations")
-    if isinstance(ann, Mapping) and ANN_BETA_STORAGE_CLASS in ann:
-        return str(ann[ANN_BETA_STORAGE_CLASS])
-    return str(_spec(pvc).get("storageClassName") or "")
 
 
-def _claim_names(pod: Pod) -> list[str]:
-    out: list[str] = []
-    for v in pod.volumes:
-        src = v.get("persistentVolumeClaim")
-        if src is not None:
-            out.append(str(src.get("claimName") or "") if isinstance(src, Mapping) else "")
-    return out
 
 
 class VolumeZone:
@@ -137,15 +124,15 @@ class VolumeZone:
     def _pv_topologies_for(self, pod: Pod) -> tuple[tuple[PVTopology, ...], Status | None]:
         objects: ClusterObjects = self._handle.objects
         out: list[PVTopology] = []
-        for claim_name in _claim_names(pod):
+        for claim_name in pvc_claim_names(pod):
             if not claim_name:
                 return (), Status.unresolvable("PersistentVolumeClaim had no name", plugin=NAME)
             pvc = objects.get(PVC, pod.namespace, claim_name)
             if pvc is None:
                 return (), Status.unresolvable(f'persistentvolumeclaim "{claim_name}" not found', plugin=NAME)
-            pv_name = str(_spec(pvc).get("volumeName") or "")
+            pv_name = str(spec(pvc).get("volumeName") or "")
             if not pv_name:
-                cls = _claim_class(pvc)
+                cls = claim_class(pvc)
                 if not cls:
                     msg = "PersistentVolumeClaim had no pv name and storageClass name"
                     return (), Status.unresolvable(msg, plugin=NAME)
@@ -225,9 +212,9 @@ def is_schedulable_after_pvc_change(pod: Pod, old: Any, new: Any) -> QueueingHin
     """A claim the pod uses (same namespace, same name) was created or updated."""
     if not isinstance(new, Mapping):
         return QueueingHint.QUEUE
-    if str(_meta(new).get("namespace") or "") != pod.namespace:
+    if str(meta(new).get("namespace") or "") != pod.namespace:
         return QueueingHint.SKIP
-    return QueueingHint.QUEUE if str(_meta(new).get("name") or "") in _claim_names(pod) else QueueingHint.SKIP
+    return QueueingHint.QUEUE if str(meta(new).get("name") or "") in pvc_claim_names(pod) else QueueingHint.SKIP
 
 
 def is_schedulable_after_storage_class_added(pod: Pod, old: Any, new: Any) -> QueueingHint:
