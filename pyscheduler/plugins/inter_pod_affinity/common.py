@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from pyscheduler.framework.interfaces import (
     ClusterObjects,
     Handle,
+    SnapshotLister,
 )
 from pyscheduler.framework.node_rows import (
     I64,
@@ -90,11 +90,11 @@ class PluginBase:
     # -- helpers ------------------------------------------------------------------------------------
 
     def _objects(self) -> ClusterObjects | None:
-        objs: ClusterObjects | None = getattr(self._handle, "objects", None)
-        return objs
+        """The cluster's objects; None for a plugin built without a handle (unit tests of one point)."""
+        return self._handle.objects if self._handle is not None else None
 
-    def _snapshot(self) -> Any:
-        return getattr(self._handle, "snapshot", None)
+    def _snapshot(self) -> SnapshotLister | None:
+        return self._handle.snapshot if self._handle is not None else None
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of the pod's namespace; None (no labels) when it is not known."""

@@ -253,7 +253,7 @@ class Filtering(PluginBase):
         caches; False (``s`` untouched) when the nodes are not the table's current rows."""
         snap = self._snapshot()
         table = snapshot_table(snap)
-        if table is None:
+        if table is None or snap is None:
             return False
         anti_nodes: Sequence[NodeInfo] = snap.have_pods_with_required_anti_affinity_list()
         aff_terms = s.affinity_terms

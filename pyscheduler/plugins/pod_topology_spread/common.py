@@ -14,6 +14,7 @@ from pyscheduler.framework.helpers.node_affinity import RequiredNodeAffinity
 from pyscheduler.framework.interfaces import (
     ClusterObjects,
     Handle,
+    SnapshotLister,
 )
 from pyscheduler.framework.node_rows import (
     I64,
@@ -178,11 +179,14 @@ class PluginBase:
     # -- helpers ------------------------------------------------------------------------------------
 
     def _objects(self) -> ClusterObjects | None:
-        objs: ClusterObjects | None = getattr(self._handle, "objects", None)
-        return objs
+        """The cluster's objects; None for a plugin built without a handle (unit tests of one point)."""
+        return self._handle.objects if self._handle is not None else None
+
+    def _snapshot(self) -> SnapshotLister | None:
+        return self._handle.snapshot if self._handle is not None else None
 
     def _all_nodes(self, fallback: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
-        snap = getattr(self._handle, "snapshot", None)
+        snap = self._snapshot()
         if snap is None:
             return fallback
         nodes: Sequence[NodeInfo] = snap.list()

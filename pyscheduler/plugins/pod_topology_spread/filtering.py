@@ -124,7 +124,7 @@ class PreFilterState:
 class Filtering(PluginBase):
     def _fast_pre_filter_counts(self, s: PreFilterState, pod: Pod, nodes: Sequence[NodeInfo]) -> bool:
         """Fill ``s.counts`` from the NodeTable; False (nothing done) when ``nodes`` are not its rows."""
-        table = snapshot_table(getattr(self._handle, "snapshot", None))
+        table = snapshot_table(self._snapshot())
         if table is None:
             return False
         rows = rows_of(table, nodes)

@@ -139,7 +139,7 @@ class Scoring(PluginBase):
     ) -> bool:
         """pre_score's two passes over the NodeTable; False (``s`` untouched) when the nodes are not
         its rows."""
-        table = snapshot_table(getattr(self._handle, "snapshot", None))
+        table = snapshot_table(self._snapshot())
         if table is None:
             return False
         rows = rows_of(table, nodes)
@@ -232,7 +232,7 @@ class Scoring(PluginBase):
     ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node: the float sum built column-wise in the same order, rounded per node."""
         s = state.get(PRE_SCORE_STATE_KEY)
-        br = table_rows(nodes, getattr(self._handle, "snapshot", None))
+        br = table_rows(nodes, self._snapshot())
         if br is None or not isinstance(s, PreScoreState):
             return [self.score(state, pod, ni)[0] for ni in nodes], None
         table, rows = br
