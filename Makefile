@@ -29,6 +29,7 @@ unit: install
 lint: install
 	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples
 	$(BIN)/mypy
+	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py
 
 # With KUBECONFIG: run the scheduler against that cluster. Without: start a local control plane with
 # fake nodes, run the scheduler and a demo workload so you can watch pods get scheduled (Ctrl-C stops).

@@ -100,6 +100,7 @@ def test_permit_wait_then_allow_binds(
     wp = eventually(
         lambda: next((w for w in fwk.handle.iterate_waiting_pods() if w.pod.name == "held"), None)
     )
+    assert wp is not None
     assert wp.pending_plugins() == [gate.name]
     assert node_of(cluster, ns, "held") == ""  # waiting, not bound
     wp.allow(gate.name)

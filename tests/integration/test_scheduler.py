@@ -79,10 +79,10 @@ def test_200_mixed_pods_on_20_nodes_all_bound_and_no_node_overcommitted(
         timeout=120,
         what="all 200 pods bound",
     )
-    for node, (cpu, cpu_alloc, mem, mem_alloc, pods, max_pods) in node_usage(cluster, nodes).items():
-        assert cpu <= cpu_alloc, f"{node} overcommitted on cpu: {cpu}m > {cpu_alloc}m"
-        assert mem <= mem_alloc, f"{node} overcommitted on memory"
-        assert pods <= max_pods, f"{node} has {pods} pods > {max_pods}"
+    for name, (cpu_used, cpu_alloc, mem_used, mem_alloc, n_pods, max_pods) in node_usage(cluster, nodes).items():
+        assert cpu_used <= cpu_alloc, f"{name} overcommitted on cpu: {cpu_used}m > {cpu_alloc}m"
+        assert mem_used <= mem_alloc, f"{name} overcommitted on memory"
+        assert n_pods <= max_pods, f"{name} has {n_pods} pods > {max_pods}"
     # Spread as LeastAllocated does: no node is left empty while others fill up.
     counts = [u[4] for u in node_usage(cluster, nodes).values()]
     assert min(counts) > 0
@@ -108,6 +108,7 @@ def test_pod_that_fits_nowhere_stays_pending_with_event_and_condition(
     assert "node(s) didn't match Pod's node affinity/selector" in note  # the other pools
     assert ev["type"] == "Warning"
     cond = eventually(lambda: scheduled_condition(get_pod(cluster, ns, "huge")))
+    assert cond is not None
     assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
     assert "Insufficient cpu" in cond["message"]
     assert node_of(cluster, ns, "huge") == ""
@@ -231,6 +232,7 @@ def test_daemon_exposes_kube_scheduler_metrics(
             and daemon.metrics()
         )
     )
+    assert isinstance(text, str)
     for name in (
         "scheduler_pending_pods",
         "scheduler_framework_extension_point_duration_seconds",

@@ -1117,5 +1117,11 @@ def test_sort_key_pops_in_the_same_order_as_less(ops: list[tuple[str, int, int]]
                     q.done(qpi.uid)
             if a is not None:
                 known.pop(a.pod.name, None)
-    rest = [[qpi.pod.name for qpi in iter(lambda q=q: q.pop(timeout=0), None)] for q in (by_less, by_key)]
+    def drain(q: SchedulingQueue) -> list[str]:
+        out = []
+        while (qpi := q.pop(timeout=0)) is not None:
+            out.append(qpi.pod.name)
+        return out
+
+    rest = [drain(q) for q in (by_less, by_key)]
     assert rest[0] == rest[1]
