@@ -34,6 +34,7 @@ Unschedulable          N/2.5 pods needing 8 CPU    P plain
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,6 +126,19 @@ def _anti(name: str) -> dict[str, Any]:
                affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
 
 
+ANTI_GROUPS = 50
+
+
+def _anti_group(name: str) -> dict[str, Any]:
+    """One of ANTI_GROUPS Deployments' worth of pods, each group with required anti-affinity to itself on
+    hostname (as real clusters run many such Deployments); the group follows the pod's trailing number."""
+    m = re.search(r"(\d+)$", name)
+    group = f"g{int(m.group(1)) % ANTI_GROUPS if m else 0}"
+    term = {"labelSelector": {"matchLabels": {GROUP_LABEL: group}}, "topologyKey": "kubernetes.io/hostname"}
+    return pod(name, labels={WORKLOAD_LABEL: "anti-groups", GROUP_LABEL: group},
+               affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+
+
 def _pref_target(name: str) -> dict[str, Any]:
     return pod(name, labels={WORKLOAD_LABEL: "preferred"})
 
@@ -173,6 +187,8 @@ def workloads(nodes: int, pods: int) -> dict[str, Workload]:
                  notes="hard zone spread, maxSkew 1, 3 zones"),
         Workload("PodAntiAffinity", "anti", nodes // 5, _anti, nodes * 4 // 5, _anti,
                  notes="required anti-affinity on hostname; init + measured = one pod per node"),
+        Workload("PodAntiAffinityGroups", "antigroups", nodes // 5, _anti_group, nodes * 4 // 5, _anti_group,
+                 notes=f"{ANTI_GROUPS} groups, each with required anti-affinity to itself on hostname"),
         Workload("PreferredPodAffinity", "prefaff", init, _pref_target, pods, _preferred,
                  notes="preferred pod affinity (hostname) to the init pods' label"),
         Workload("Preemption", "preempt", nodes * 4, _low, nodes, _high,
