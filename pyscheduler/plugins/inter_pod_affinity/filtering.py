@@ -30,7 +30,6 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
     PRE_FILTER_STATE_KEY,
     PluginBase,
     TopologyCounts,
-    frozen_labels,
     nonzero_pairs,
     pair_codes,
     update_counts,
@@ -269,30 +268,14 @@ class Filtering(PluginBase):
         labels = self._labels
         acc: dict[tuple[str, str], tuple[LabelColumn, I64]] = {}
 
-        # existing pods' required anti-affinity selecting the incoming pod
+        # existing pods' required anti-affinity selecting the incoming pod: one match per distinct term
         if len(anti_nodes):
-            ns_labels = s.namespace_labels
-            key = ("existing", pod.namespace, frozen_labels(pod.labels), frozen_labels(ns_labels))
-            rk = self._rows.keyed(key, size)
-
-            def existing(ni: NodeInfo) -> dict[str, list[int]]:
-                out: dict[str, list[int]] = {}
-                for epi in ni.pods_with_required_anti_affinity:
-                    for t in terms_of(epi).required_anti_affinity:
-                        if t.matches(pod, ns_labels):
-                            e = out.get(t.topology_key)
-                            if e is None:
-                                out[t.topology_key] = [1, 1]
-                            else:
-                                e[0] += 1
-                                e[1] += 1
-                return out
-
-            rk.refresh(anti_rows, table.generation[anti_rows], anti_nodes, existing)
-            for tk, sums in rk.sums.items():
+            index = self._existing_index(table, snap)
+            if index is None:
+                return False
+            for tk, cnt in index.anti_rows(pod, s.namespace_labels).items():
                 col = labels.column(table, tk)
-                hits = rk.hits[tk][anti_rows] > 0
-                self._accumulate(acc, "existing", tk, col, col.codes[anti_rows], sums[anti_rows], hits)
+                self._accumulate(acc, "existing", tk, col, col.codes, cnt, cnt > 0)
 
         # existing pods matching the incoming pod's required (anti-)affinity
         gens = table.generation[rows]

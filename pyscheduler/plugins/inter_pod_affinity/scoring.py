@@ -100,6 +100,21 @@ class Scoring(PluginBase):
         ns_labels = self.namespace_labels(pod.namespace)
         hard_weight = self.args.hard_pod_affinity_weight
 
+        if not has_constraints:
+            # only the existing pods' terms can score: one match per distinct term (existing_index.py)
+            snap_table = snapshot_table(snap)
+            index = self._existing_index(snap_table, snap) if snap_table is not None and snap is not None else None
+            if index is not None and snap_table is not None:
+                arrays: dict[str, tuple[LabelColumn, I64, Mask]] = {}
+                for k, (sums, present) in index.score_rows(pod, ns_labels, hard_weight).items():
+                    col = self._labels.column(snap_table, k)
+                    r = sum_by_code(len(col.values), col.codes, sums, present)
+                    if r is not None:
+                        arrays[k] = (col, r[0], r[1])
+                if not arrays:
+                    return Status.skip(plugin=NAME)
+                state.write(PRE_SCORE_STATE_KEY, PreScoreState(arrays=arrays))
+                return None
         fast = self._fast_pre_score(pod, scan, has_constraints, pref_aff, pref_anti, ns_labels, hard_weight)
         if fast is not None:
             if fast.is_empty():

@@ -1199,6 +1199,41 @@ def test_batch_hooks_follow_cache_changes_between_cycles() -> None:
             compare_cycle(rng, fast, slow, snap, incoming)
 
 
+def test_existing_terms_index_follows_pods_and_nodes_with_a_new_incoming_pod_each_cycle() -> None:
+    """The index of existing pods' terms (existing_index.py) is read for every incoming pod, whatever its
+    labels: with pods of many groups arriving in turn, while pods with affinity come and go (a node
+    losing its last one leaves the index) and nodes are relabelled, PreFilter and PreScore agree with the
+    node-by-node passes."""
+    rng = random.Random(23)
+    index_used = 0
+    for _ in range(40):
+        cache = Cache()
+        nodes = [rand_node(rng, i) for i in range(rng.randint(2, 10))]
+        for n in nodes:
+            cache.add_node(n)
+        live: list[Pod] = []
+        snap = Snapshot()
+        fast = InterPodAffinity(rand_args(rng), TableHandle(snap, RNS_OBJECTS))  # type: ignore[arg-type]
+        for step in range(20):
+            r = rng.random()
+            if r < 0.45 or not live:
+                for p in rand_pods(rng, nodes, rng.randint(1, 3), f"s{step}-"):
+                    cache.add_pod(p)
+                    live.append(p)
+            elif r < 0.85:
+                cache.remove_pod(live.pop(rng.randrange(len(live))))
+            else:
+                i = rng.randrange(len(nodes))
+                new = rand_node(rng, i)
+                cache.update_node(nodes[i], new)
+                nodes[i] = new
+            cache.update_snapshot(snap)
+            slow = InterPodAffinity(fast.args, FakeHandle(list(snap.list()), RNS_OBJECTS))  # type: ignore[arg-type]
+            compare_cycle(rng, fast, slow, snap, rand_pod(rng, f"in{step}", p=0.4))
+            index_used += fast._existing._size == len(snap.list())
+    assert index_used > 500
+
+
 def test_batch_hooks_fall_back_for_stale_rows() -> None:
     """A clone with a pod removed (preemption's what-if) is not a current row: node by node; and the
     per-code counts cached in the state follow remove_pod."""
