@@ -132,11 +132,33 @@ ANTI_GROUPS = 50
 def _anti_group(name: str) -> dict[str, Any]:
     """One of ANTI_GROUPS Deployments' worth of pods, each group with required anti-affinity to itself on
     hostname (as real clusters run many such Deployments); the group follows the pod's trailing number."""
-    m = re.search(r"(\d+)$", name)
-    group = f"g{int(m.group(1)) % ANTI_GROUPS if m else 0}"
+    group = _group_of(name)
     term = {"labelSelector": {"matchLabels": {GROUP_LABEL: group}}, "topologyKey": "kubernetes.io/hostname"}
     return pod(name, labels={WORKLOAD_LABEL: "anti-groups", GROUP_LABEL: group},
                affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+
+
+def _group_of(name: str) -> str:
+    m = re.search(r"(\d+)$", name)
+    return f"g{int(m.group(1)) % ANTI_GROUPS if m else 0}"
+
+
+def _spread_group(name: str) -> dict[str, Any]:
+    """Hard zone spreading per group: ANTI_GROUPS Deployments, each spreading its own pods."""
+    group = _group_of(name)
+    sel = {"matchLabels": {GROUP_LABEL: group}}
+    return pod(name, labels={WORKLOAD_LABEL: "spread-groups", GROUP_LABEL: group},
+               spread=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}])
+
+
+def _preferred_group(name: str) -> dict[str, Any]:
+    """Preferred pod affinity (hostname) to the pod's own group, ANTI_GROUPS groups."""
+    group = _group_of(name)
+    term = {"labelSelector": {"matchLabels": {GROUP_LABEL: group}}, "topologyKey": "kubernetes.io/hostname"}
+    return pod(name, labels={WORKLOAD_LABEL: "preferred-groups", GROUP_LABEL: group},
+               affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                   {"weight": 1, "podAffinityTerm": term}]}})
 
 
 def _pref_target(name: str) -> dict[str, Any]:
@@ -189,6 +211,10 @@ def workloads(nodes: int, pods: int) -> dict[str, Workload]:
                  notes="required anti-affinity on hostname; init + measured = one pod per node"),
         Workload("PodAntiAffinityGroups", "antigroups", nodes // 5, _anti_group, nodes * 4 // 5, _anti_group,
                  notes=f"{ANTI_GROUPS} groups, each with required anti-affinity to itself on hostname"),
+        Workload("PodTopologySpreadGroups", "spreadgroups", init, _spread_group, pods, _spread_group,
+                 notes=f"hard zone spread, maxSkew 1, one selector per group, {ANTI_GROUPS} groups"),
+        Workload("PreferredPodAffinityGroups", "prefgroups", init, _preferred_group, pods, _preferred_group,
+                 notes=f"preferred pod affinity (hostname) to the pod's own group, {ANTI_GROUPS} groups"),
         Workload("PreferredPodAffinity", "prefaff", init, _pref_target, pods, _preferred,
                  notes="preferred pod affinity (hostname) to the init pods' label"),
         Workload("Preemption", "preempt", nodes * 4, _low, nodes, _high,

@@ -3,7 +3,7 @@ their array forms over a label column, and ``PluginBase``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -18,10 +18,9 @@ from pyscheduler.framework.node_rows import (
     LabelColumn,
     RowStore,
     TableLabels,
-    rows_of,
 )
 from pyscheduler.framework.node_table import NodeTable
-from pyscheduler.framework.types import Node, NodeInfo
+from pyscheduler.framework.types import Node
 from pyscheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from pyscheduler.plugins.inter_pod_affinity.existing_index import ExistingTermsIndex
 from pyscheduler.plugins.inter_pod_affinity.terms import (
@@ -101,15 +100,10 @@ class PluginBase:
     def _snapshot(self) -> SnapshotLister | None:
         return self._handle.snapshot if self._handle is not None else None
 
-    def _existing_index(self, table: NodeTable, snap: SnapshotLister) -> ExistingTermsIndex | None:
-        """The index of the existing pods' terms, brought to the snapshot; None when the snapshot's
-        nodes with affinity are not the table's current rows (then node by node)."""
-        nodes: Sequence[NodeInfo] = snap.have_pods_with_affinity_list()
-        rows = rows_of(table, nodes)
-        if rows is None:
-            return None
-        self._existing.refresh(table, rows, nodes)
-        return self._existing
+    def _existing_index(self, table: NodeTable) -> ExistingTermsIndex | None:
+        """The index of the existing pods' terms, brought to the snapshot's table; None when the table
+        is behind its NodeInfos (then node by node)."""
+        return self._existing if self._existing.refresh(table) else None
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of the pod's namespace; None (no labels) when it is not known."""

@@ -12,11 +12,11 @@ topology pair; an incoming pod is then matched once against each distinct term.
 
 How it stays current
 --------------------
-The index covers the rows of the snapshot's NodeTable that hold pods with affinity. Each row remembers the
-NodeInfo generation it was read at and what it contributed (term, pair) so the contribution can be taken
-back: a row whose generation changed (pods added or removed, node relabelled) is re-read, and a row that
-left the list (its last pod with affinity gone) is cleared. Between two cycles that is the one or two nodes
-the last binding touched. A table of another size (nodes added or removed) starts the index afresh.
+The index covers every row of the snapshot's NodeTable. Each row remembers the NodeInfo generation it was
+read at and which terms it contributed, so the contribution can be taken back: a row whose stamp differs
+from the table's generation column (pods added or removed, node relabelled or replaced) is re-read. Finding
+those rows is one vector comparison; between two cycles they are the one or two nodes the last binding
+touched. A table of another size (nodes added or removed) starts the index afresh.
 
 Each distinct term keeps its occurrences as one int32 per table row (a vector add per matching term at
 query time; 20 KB per term at 5,000 nodes). Answers are per-row arrays per topology key, which the callers
@@ -26,7 +26,7 @@ fold by label code exactly as their other batch paths do, and equal those of the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -64,28 +64,27 @@ class ExistingTermsIndex:
     def _reset(self, size: int) -> None:
         self._size = size
         self._gens: I64 = np.full(max(size, 0), -1, dtype=np.int64)
-        self._indexed: Mask = np.zeros(max(size, 0), dtype=np.bool_)
         self._contrib: dict[int, list[EntryKey]] = {}
         self._entries: dict[EntryKey, _Entry] = {}
         self._by_kind: tuple[dict[EntryKey, _Entry], ...] = ({}, {}, {}, {})
 
-    def refresh(self, table: NodeTable, rows: I64, nodes: Sequence[NodeInfo]) -> None:
-        """Bring the index to ``nodes`` (the snapshot's nodes with pods with affinity, at ``rows`` of
-        ``table``, as ``rows_of`` vouched for them)."""
+    def refresh(self, table: NodeTable) -> bool:
+        """Bring the index to ``table``: re-read each row whose generation stamp differs from the
+        table's. False (the index not to be used this cycle) when a row's NodeInfo changed after the
+        table was written; the rows read so far stay read."""
         if table.size != self._size:
             self._reset(table.size)
-        current = np.zeros(self._size, dtype=np.bool_)
-        current[rows] = True
-        for r in np.flatnonzero(self._indexed & ~current).tolist():
+        gens = table.generation
+        infos = table.infos
+        for r in np.flatnonzero(self._gens != gens).tolist():
+            ni = infos[r]
+            g = int(gens[r])
+            if ni.generation != g:
+                return False
             self._clear(r)
-            self._gens[r] = -1
-        self._indexed = current
-        gens = table.generation[rows]
-        for k in np.flatnonzero(self._gens[rows] != gens).tolist():
-            r = int(rows[k])
-            self._clear(r)
-            self._read(r, nodes[k])
-            self._gens[r] = gens[k]
+            self._read(r, ni)
+            self._gens[r] = g
+        return True
 
     def anti_rows(self, pod: Pod, ns_labels: Mapping[str, str] | None) -> dict[str, I64]:
         """Topology key -> per table row, the existing pods' required anti-affinity terms that select
@@ -121,8 +120,9 @@ class ExistingTermsIndex:
                 if hit is None:
                     out[key] = (entry.rows * np.int64(w), entry.rows > 0)
                 else:
-                    hit[0][:] += entry.rows * np.int64(w)
-                    hit[1][:] |= entry.rows > 0
+                    sums, present = hit
+                    sums += entry.rows * np.int64(w)
+                    present |= entry.rows > 0
         return out
 
     # -- rows -----------------------------------------------------------------------------------------

@@ -270,7 +270,7 @@ class Filtering(PluginBase):
 
         # existing pods' required anti-affinity selecting the incoming pod: one match per distinct term
         if len(anti_nodes):
-            index = self._existing_index(table, snap)
+            index = self._existing_index(table)
             if index is None:
                 return False
             for tk, cnt in index.anti_rows(pod, s.namespace_labels).items():

@@ -3,7 +3,7 @@ NodeBatch, and NormalizeScore."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -28,7 +28,6 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
     NAME,
     PRE_SCORE_STATE_KEY,
     PluginBase,
-    frozen_labels,
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     WeightedAffinityTerm,
@@ -100,22 +99,7 @@ class Scoring(PluginBase):
         ns_labels = self.namespace_labels(pod.namespace)
         hard_weight = self.args.hard_pod_affinity_weight
 
-        if not has_constraints:
-            # only the existing pods' terms can score: one match per distinct term (existing_index.py)
-            snap_table = snapshot_table(snap)
-            index = self._existing_index(snap_table, snap) if snap_table is not None and snap is not None else None
-            if index is not None and snap_table is not None:
-                arrays: dict[str, tuple[LabelColumn, I64, Mask]] = {}
-                for k, (sums, present) in index.score_rows(pod, ns_labels, hard_weight).items():
-                    col = self._labels.column(snap_table, k)
-                    r = sum_by_code(len(col.values), col.codes, sums, present)
-                    if r is not None:
-                        arrays[k] = (col, r[0], r[1])
-                if not arrays:
-                    return Status.skip(plugin=NAME)
-                state.write(PRE_SCORE_STATE_KEY, PreScoreState(arrays=arrays))
-                return None
-        fast = self._fast_pre_score(pod, scan, has_constraints, pref_aff, pref_anti, ns_labels, hard_weight)
+        fast = self._indexed_pre_score(pod, scan, has_constraints, pref_aff, pref_anti, ns_labels, hard_weight)
         if fast is not None:
             if fast.is_empty():
                 return Status.skip(plugin=NAME)
@@ -168,7 +152,7 @@ class Scoring(PluginBase):
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(score))
         return None
 
-    def _fast_pre_score(
+    def _indexed_pre_score(
         self,
         pod: Pod,
         scan: Sequence[NodeInfo],
@@ -178,65 +162,60 @@ class Scoring(PluginBase):
         ns_labels: Mapping[str, str] | None,
         hard_weight: int,
     ) -> PreScoreState | None:
-        """pre_score's topology scores, as arrays over label codes, from per-row caches; None when
-        ``scan`` is not table rows."""
+        """pre_score's topology scores as arrays over label codes: the existing pods' terms from the
+        index (existing_index.py), the incoming pod's preferred terms from per-row counts cached per
+        term set; None when ``scan`` or the nodes with affinity are not the table's current rows."""
         table = snapshot_table(self._snapshot())
         if table is None:
             return None
-        rows = rows_of(table, scan)
-        if rows is None:
+        index = self._existing_index(table)
+        if index is None:
             return None
-        key: Hashable = (
-            "score",
-            has_constraints,
-            pref_aff,
-            pref_anti,
-            pod.namespace,
-            frozen_labels(pod.labels),
-            frozen_labels(ns_labels),
-            hard_weight,
-        )
-        rk = self._rows.keyed(key, table.size)
+        # The existing pods' terms come over the whole table (rows without such pods add nothing); the
+        # incoming pod's terms need the scanned rows (every node, in the table's order, when it has
+        # preferred terms).
+        rows: I64 | None = None
+        if has_constraints:
+            rows = rows_of(table, scan)
+            if rows is None:
+                return None
+            if len(rows) == table.size and (not len(rows) or (rows[0] == 0 and rows[-1] == len(rows) - 1)):
+                rows = None  # the whole table in order: no indexing needed
+        parts: dict[str, tuple[I64, Mask]] = {
+            k: (sums, present) if rows is None else (sums[rows], present[rows])
+            for k, (sums, present) in index.score_rows(pod, ns_labels, hard_weight).items()
+        }
+        if has_constraints and (pref_aff or pref_anti):
+            # the incoming pod's preferred terms against every existing pod: independent of the
+            # incoming pod's labels, so cached per term set
+            scan_rows = rows if rows is not None else np.arange(table.size)
+            rk = self._rows.keyed(("incoming", pref_aff, pref_anti), table.size)
 
-        def node_score(ni: NodeInfo) -> dict[str, list[int]]:
-            out: dict[str, list[int]] = {}
+            def node_score(ni: NodeInfo) -> dict[str, list[int]]:
+                out: dict[str, list[int]] = {}
+                for epi in ni.pods:
+                    other = epi.pod
+                    for terms, sign in ((pref_aff, 1), (pref_anti, -1)):
+                        for w in terms:
+                            if w.term.matches(other, None):
+                                e = out.setdefault(w.term.topology_key, [0, 0])
+                                e[0] += sign * w.weight
+                                e[1] += 1
+                return out
 
-            def add(k: str, value: int) -> None:
-                e = out.get(k)
-                if e is None:
-                    out[k] = [value, 1]
-                else:
-                    e[0] += value
-                    e[1] += 1
-
-            for epi in ni.pods if has_constraints else ni.pods_with_affinity:
-                other = epi.pod
-                for w in pref_aff:
-                    if w.term.matches(other, None):
-                        add(w.term.topology_key, w.weight)
-                for w in pref_anti:
-                    if w.term.matches(other, None):
-                        add(w.term.topology_key, -w.weight)
-                if not epi.has_affinity:
-                    continue
-                et = terms_of(epi)
-                if hard_weight > 0:
-                    for t in et.required_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t.topology_key, hard_weight)
-                for w in et.preferred_affinity:
-                    if w.term.matches(pod, ns_labels):
-                        add(w.term.topology_key, w.weight)
-                for w in et.preferred_anti_affinity:
-                    if w.term.matches(pod, ns_labels):
-                        add(w.term.topology_key, -w.weight)
-            return out
-
-        rk.refresh(rows, table.generation[rows], scan, node_score)
+            rk.refresh(scan_rows, table.generation[scan_rows], scan, node_score)
+            for k, sums in rk.sums.items():
+                add, hits = (sums, rk.hits[k] > 0) if rows is None else (sums[rows], rk.hits[k][rows] > 0)
+                prev = parts.get(k)
+                if prev is None:
+                    parts[k] = (add, hits)
+                else:  # score_rows' arrays are fresh: add in place
+                    prev[0][:] += add
+                    prev[1][:] |= hits
         arrays: dict[str, tuple[LabelColumn, I64, Mask]] = {}
-        for k, sums in rk.sums.items():
+        for k, (sums, present) in parts.items():
             col = self._labels.column(table, k)
-            r = sum_by_code(len(col.values), col.codes[rows], sums[rows], rk.hits[k][rows] > 0)
+            r = sum_by_code(len(col.values), col.codes if rows is None else col.codes[rows], sums, present)
             if r is not None:
                 arrays[k] = (col, r[0], r[1])
         return PreScoreState(arrays=arrays)
