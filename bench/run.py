@@ -98,7 +98,7 @@ class KubeScheduler:
 
     name = KUBE
 
-    def __init__(self, cluster: LocalCluster, extra_args: Sequence[str] = ()) -> None:
+    def __init__(self, cluster: LocalCluster, extra_args: Sequence[str] = (), cpus: str = "") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="bench-kube-scheduler-"))
         config = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -119,6 +119,7 @@ class KubeScheduler:
             "--v=0",
             *extra_args,
         ]
+        self.argv = pinned(self.argv, cpus)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -172,7 +173,7 @@ class PyScheduler:
 
     name = PY
 
-    def __init__(self, cluster: LocalCluster, log_level: str = "info") -> None:
+    def __init__(self, cluster: LocalCluster, log_level: str = "info", cpus: str = "") -> None:
         config = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
@@ -183,6 +184,7 @@ class PyScheduler:
         # SchedulerProcess logs at debug for tests; the later --log-level wins (kube-scheduler runs at -v=0).
         self.sp = SchedulerProcess(cluster.kubeconfig, config, extra_args=(f"--log-level={log_level}",),
                                    name="bench-pyscheduler")
+        self.sp.argv = pinned(self.sp.argv, cpus)
 
     @property
     def pid(self) -> int:
@@ -210,6 +212,17 @@ class PyScheduler:
 
 
 Scheduler = KubeScheduler | PyScheduler
+
+
+def pinned(argv: list[str], cpus: str) -> list[str]:
+    """``argv`` run on the CPUs listed (``taskset -c``: the process, its threads and its children, such as
+    pyscheduler's HTTP worker, inherit the set); unchanged when ``cpus`` is empty."""
+    if not cpus:
+        return argv
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise SystemExit("--scheduler-cpus needs taskset (util-linux)")
+    return [taskset, "-c", cpus, *argv]
 
 
 class Profiler:
@@ -529,6 +542,8 @@ FIGURES: list[tuple[str, str, Callable[[dict[str, Any]], float]]] = [
     ("latency p90", "ms", lambda r: r["latency_ms"]["p90"]),
     ("latency p99", "ms", lambda r: r["latency_ms"]["p99"]),
     ("CPU (measured phase)", "s", lambda r: r["cpu_seconds"]),
+    ("CPU per pod", "ms/pod", lambda r: 1000.0 * r["cpu_seconds"] / max(1, r["bound"])),
+    ("cores used", "cores", lambda r: r["cpu_seconds"] / r["seconds"] if r["seconds"] else math.nan),
     ("peak RSS", "MB", lambda r: r["peak_rss_mb"]),
     ("apiserver CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan)),
     ("etcd CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("etcd", math.nan)),
@@ -562,7 +577,7 @@ def report(name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceili
         + (f"  ({wl.notes})" if wl.notes else ""))
     say(f"  {'figure':<24}{'kube-scheduler':>16}{'pyscheduler':>14}{'py/kube':>10}")
     for label, unit, _ in FIGURES:
-        digits = 0 if unit in ("ms", "MB") else (2 if unit == "s" else 1)
+        digits = 0 if unit in ("ms", "MB") else (2 if unit in ("s", "ms/pod", "cores") else 1)
         say(f"  {label + ' (' + unit + ')':<24}{fmt(med[KUBE][label], digits):>16}{fmt(med[PY][label], digits):>14}"
             f"{fmt(rat[label], 2):>10}")
     pct = {s: 100.0 * med[s]["throughput avg"] / ceiling.per_second for s in SCHEDULERS}
@@ -645,6 +660,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--precreate", action="store_true",
                    help="create the measured pods before a fresh scheduler starts: scheduling alone, no creation "
                         "in the way (latency is then counted from the scheduler's start)")
+    p.add_argument("--scheduler-cpus", default="",
+                   help="run each scheduler on these CPUs only (taskset list, e.g. 0 or 0,1): the 1-core vs "
+                        "2-core scaling figure; the control plane and the load generator stay unpinned")
     p.add_argument("--kwok", action="store_true", help="run KWOK (node heartbeats) during the benchmark")
     p.add_argument("--py-log-level", default="info", help="pyscheduler --log-level (default info)")
     p.add_argument("--profile", action="store_true", help="sample pyscheduler with py-spy in the measured phase")
@@ -722,7 +740,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 order = scheds if rep % 2 == 0 else list(reversed(scheds))
                 for s in order:
                     def make(s: str = s) -> Scheduler:
-                        return KubeScheduler(cluster) if s == KUBE else PyScheduler(cluster, a.py_log_level)
+                        if s == KUBE:
+                            return KubeScheduler(cluster, cpus=a.scheduler_cpus)
+                        return PyScheduler(cluster, a.py_log_level, cpus=a.scheduler_cpus)
 
                     runs[s].append(run_one(env, wl, make, rep, profile_dir))
             results[name] = {"workload": {"init_pods": wl.init_pods, "measured_pods": wl.measured_pods,
