@@ -193,41 +193,14 @@ class Filtering(PluginBase):
         )
         if self._fast_pre_filter(s, pod, all_nodes):
             return s
-        # existing pods' required anti-affinity selecting the incoming pod
         snap = self._snapshot()
         if snap is not None:
             anti_nodes: Sequence[NodeInfo] = snap.have_pods_with_required_anti_affinity_list()
         else:
             anti_nodes = [n for n in all_nodes if n.pods_with_required_anti_affinity]
-        existing = s.existing_anti_affinity_counts
-        ns_labels = s.namespace_labels
-        for ni in anti_nodes:
-            node = ni.node
-            if node is None:
-                continue
-            for epi in ni.pods_with_required_anti_affinity:
-                for t in terms_of(epi).required_anti_affinity:
-                    if t.matches(pod, ns_labels):
-                        update_counts(existing, node, t.topology_key, 1)
-
-        # existing pods matching the incoming pod's required (anti-)affinity
-        aff_terms = s.affinity_terms
-        anti_terms = s.anti_affinity_terms
-        if aff_terms or anti_terms:
-            aff = s.affinity_counts
-            anti = s.anti_affinity_counts
-            for ni in all_nodes:
-                node = ni.node
-                if node is None:
-                    continue
-                for epi in ni.pods:
-                    other = epi.pod
-                    if aff_terms and pod_matches_all_terms(aff_terms, other):
-                        for t in aff_terms:
-                            update_counts(aff, node, t.topology_key, 1)
-                    for t in anti_terms:
-                        if t.matches(other, None):
-                            update_counts(anti, node, t.topology_key, 1)
+        _count_existing_anti(s, pod, anti_nodes)
+        if s.affinity_terms or s.anti_affinity_terms:
+            _count_matching_existing(s, all_nodes)
         return s
 
     @staticmethod
@@ -432,3 +405,34 @@ class Filtering(PluginBase):
             Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME),
         )
         return list(map(answers.__getitem__, verdict.tolist()))
+
+
+def _count_existing_anti(s: PreFilterState, pod: Pod, anti_nodes: Sequence[NodeInfo]) -> None:
+    """Node by node: the existing pods' required anti-affinity terms that select the incoming pod."""
+    existing = s.existing_anti_affinity_counts
+    for ni in anti_nodes:
+        node = ni.node
+        if node is None:
+            continue
+        for epi in ni.pods_with_required_anti_affinity:
+            for t in terms_of(epi).required_anti_affinity:
+                if t.matches(pod, s.namespace_labels):
+                    update_counts(existing, node, t.topology_key, 1)
+
+
+def _count_matching_existing(s: PreFilterState, all_nodes: Sequence[NodeInfo]) -> None:
+    """Node by node: the existing pods the incoming pod's required (anti-)affinity terms select."""
+    aff_terms, anti_terms = s.affinity_terms, s.anti_affinity_terms
+    aff, anti = s.affinity_counts, s.anti_affinity_counts
+    for ni in all_nodes:
+        node = ni.node
+        if node is None:
+            continue
+        for epi in ni.pods:
+            other = epi.pod
+            if aff_terms and pod_matches_all_terms(aff_terms, other):
+                for t in aff_terms:
+                    update_counts(aff, node, t.topology_key, 1)
+            for t in anti_terms:
+                if t.matches(other, None):
+                    update_counts(anti, node, t.topology_key, 1)

@@ -3,7 +3,9 @@ NodeBatch, and NormalizeScore."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,8 +24,9 @@ from pyscheduler.framework.node_rows import (
     sum_by_code,
     table_rows,
 )
+from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.plugins.inter_pod_affinity.common import (
     NAME,
     PRE_SCORE_STATE_KEY,
@@ -74,97 +77,41 @@ class Scoring(PluginBase):
     # -- Score ---------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        aff = pod.affinity or {}
-        pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
-        has_constraints = bool((aff.get("podAffinity") or {}).get(pref_key)) or bool(
-            (aff.get("podAntiAffinity") or {}).get(pref_key)
-        )
+        has_constraints = _has_preferred_terms(pod)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip(plugin=NAME)
-
         snap = self._snapshot()
         scan: Sequence[NodeInfo]
         if snap is not None:
             scan = snap.list() if has_constraints else snap.have_pods_with_affinity_list()
         else:
             scan = nodes if has_constraints else [n for n in nodes if n.pods_with_affinity]
-
         parsed = parse_affinity(pod)
         if parsed.errors:
             return Status.as_error(f"failed to parse pod: {'; '.join(parsed.errors)}", plugin=NAME)
         if not has_constraints and not scan:  # no terms on either side: nothing would score
             return Status.skip(plugin=NAME)
-        pref_aff = self._merge_weighted(parsed.preferred_affinity)
-        pref_anti = self._merge_weighted(parsed.preferred_anti_affinity)
-        ns_labels = self.namespace_labels(pod.namespace)
-        hard_weight = self.args.hard_pod_affinity_weight
-
-        fast = self._indexed_pre_score(pod, scan, has_constraints, pref_aff, pref_anti, ns_labels, hard_weight)
-        if fast is not None:
-            if fast.is_empty():
-                return Status.skip(plugin=NAME)
-            state.write(PRE_SCORE_STATE_KEY, fast)
-            return None
-
-        score: dict[str, dict[str, int]] = {}
-
-        def add(key: str, node_labels: Mapping[str, str], value: int) -> None:
-            tv = node_labels.get(key)
-            if tv is None:
-                return
-            per_key = score.get(key)
-            if per_key is None:
-                per_key = score[key] = {}
-            per_key[tv] = per_key.get(tv, 0) + value
-
-        for ni in scan:
-            node = ni.node
-            if node is None or not node.labels:
-                continue
-            node_labels = node.labels
-            pods = ni.pods if has_constraints else ni.pods_with_affinity
-            for epi in pods:
-                other = epi.pod
-                # the incoming pod's preferred terms against the existing pod
-                for w in pref_aff:
-                    if w.term.matches(other, None):
-                        add(w.term.topology_key, node_labels, w.weight)
-                for w in pref_anti:
-                    if w.term.matches(other, None):
-                        add(w.term.topology_key, node_labels, -w.weight)
-                if not epi.has_affinity:
-                    continue
-                # the existing pod's terms against the incoming pod
-                et = terms_of(epi)
-                if hard_weight > 0:
-                    for t in et.required_affinity:
-                        if t.matches(pod, ns_labels):
-                            add(t.topology_key, node_labels, hard_weight)
-                for w in et.preferred_affinity:
-                    if w.term.matches(pod, ns_labels):
-                        add(w.term.topology_key, node_labels, w.weight)
-                for w in et.preferred_anti_affinity:
-                    if w.term.matches(pod, ns_labels):
-                        add(w.term.topology_key, node_labels, -w.weight)
-
-        if not score:
+        q = _ScoreQuery(
+            pod,
+            scan,
+            has_constraints,
+            self._merge_weighted(parsed.preferred_affinity),
+            self._merge_weighted(parsed.preferred_anti_affinity),
+            self.namespace_labels(pod.namespace),
+            self.args.hard_pod_affinity_weight,
+        )
+        s = self._indexed_pre_score(q)
+        if s is None:
+            s = PreScoreState(_node_by_node_scores(q))
+        if s.is_empty():
             return Status.skip(plugin=NAME)
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState(score))
+        state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
-    def _indexed_pre_score(
-        self,
-        pod: Pod,
-        scan: Sequence[NodeInfo],
-        has_constraints: bool,
-        pref_aff: tuple[WeightedAffinityTerm, ...],
-        pref_anti: tuple[WeightedAffinityTerm, ...],
-        ns_labels: Mapping[str, str] | None,
-        hard_weight: int,
-    ) -> PreScoreState | None:
+    def _indexed_pre_score(self, q: _ScoreQuery) -> PreScoreState | None:
         """pre_score's topology scores as arrays over label codes: the existing pods' terms from the
         index (existing_index.py), the incoming pod's preferred terms from per-row counts cached per
-        term set; None when ``scan`` or the nodes with affinity are not the table's current rows."""
+        term set; None when ``q.scan`` is not the table's current rows."""
         table = snapshot_table(self._snapshot())
         if table is None:
             return None
@@ -175,37 +122,18 @@ class Scoring(PluginBase):
         # incoming pod's terms need the scanned rows (every node, in the table's order, when it has
         # preferred terms).
         rows: I64 | None = None
-        if has_constraints:
-            rows = rows_of(table, scan)
+        if q.has_constraints:
+            rows = rows_of(table, q.scan)
             if rows is None:
                 return None
             if len(rows) == table.size and (not len(rows) or (rows[0] == 0 and rows[-1] == len(rows) - 1)):
                 rows = None  # the whole table in order: no indexing needed
         parts: dict[str, tuple[I64, Mask]] = {
             k: (sums, present) if rows is None else (sums[rows], present[rows])
-            for k, (sums, present) in index.score_rows(pod, ns_labels, hard_weight).items()
+            for k, (sums, present) in index.score_rows(q.pod, q.ns_labels, q.hard_weight).items()
         }
-        if has_constraints and (pref_aff or pref_anti):
-            # the incoming pod's preferred terms against every existing pod: independent of the
-            # incoming pod's labels, so cached per term set
-            scan_rows = rows if rows is not None else np.arange(table.size)
-            rk = self._rows.keyed(("incoming", pref_aff, pref_anti), table.size)
-
-            def node_score(ni: NodeInfo) -> dict[str, list[int]]:
-                out: dict[str, list[int]] = {}
-                for epi in ni.pods:
-                    other = epi.pod
-                    for terms, sign in ((pref_aff, 1), (pref_anti, -1)):
-                        for w in terms:
-                            if w.term.matches(other, None):
-                                e = out.setdefault(w.term.topology_key, [0, 0])
-                                e[0] += sign * w.weight
-                                e[1] += 1
-                return out
-
-            rk.refresh(scan_rows, table.generation[scan_rows], scan, node_score)
-            for k, sums in rk.sums.items():
-                add, hits = (sums, rk.hits[k] > 0) if rows is None else (sums[rows], rk.hits[k][rows] > 0)
+        if q.has_constraints and (q.pref_aff or q.pref_anti):
+            for k, (add, hits) in self._incoming_parts(table, rows, q).items():
                 prev = parts.get(k)
                 if prev is None:
                     parts[k] = (add, hits)
@@ -219,6 +147,31 @@ class Scoring(PluginBase):
             if r is not None:
                 arrays[k] = (col, r[0], r[1])
         return PreScoreState(arrays=arrays)
+
+    def _incoming_parts(
+        self, table: NodeTable, rows: I64 | None, q: _ScoreQuery
+    ) -> dict[str, tuple[I64, Mask]]:
+        """The incoming pod's preferred terms against every existing pod, per topology key: weights and
+        hits per scanned row (all rows when ``rows`` is None). Independent of the incoming pod's labels,
+        so the per-row counts are cached per term set."""
+        pref_aff, pref_anti = q.pref_aff, q.pref_anti
+        scan_rows = rows if rows is not None else np.arange(table.size)
+        rk = self._rows.keyed(("incoming", pref_aff, pref_anti), table.size)
+
+        def node_score(ni: NodeInfo) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {}
+            for epi in ni.pods:
+                for key, value in _incoming_hits(pref_aff, pref_anti, epi.pod):
+                    e = out.setdefault(key, [0, 0])
+                    e[0] += value
+                    e[1] += 1
+            return out
+
+        rk.refresh(scan_rows, table.generation[scan_rows], q.scan, node_score)
+        return {
+            k: (sums, rk.hits[k] > 0) if rows is None else (sums[rows], rk.hits[k][rows] > 0)
+            for k, sums in rk.sums.items()
+        }
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
@@ -270,3 +223,72 @@ class Scoring(PluginBase):
                 f = float(MAX_NODE_SCORE) * (float(ns.score - min_count) / float(diff))
             ns.score = int(f)
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _ScoreQuery:
+    """What PreScore asks of the existing pods for one incoming pod."""
+
+    pod: Pod
+    scan: Sequence[NodeInfo]
+    has_constraints: bool  # the incoming pod has preferred terms: every node is scanned
+    pref_aff: tuple[WeightedAffinityTerm, ...]
+    pref_anti: tuple[WeightedAffinityTerm, ...]
+    ns_labels: Mapping[str, str] | None
+    hard_weight: int
+
+
+def _has_preferred_terms(pod: Pod) -> bool:
+    aff = pod.affinity or {}
+    pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+    return bool((aff.get("podAffinity") or {}).get(pref_key)) or bool(
+        (aff.get("podAntiAffinity") or {}).get(pref_key)
+    )
+
+
+def _incoming_hits(
+    pref_aff: Sequence[WeightedAffinityTerm], pref_anti: Sequence[WeightedAffinityTerm], other: Pod
+) -> Iterator[tuple[str, int]]:
+    """(topology key, weight) of each of the incoming pod's preferred terms that selects ``other``."""
+    for w in pref_aff:
+        if w.term.matches(other, None):
+            yield w.term.topology_key, w.weight
+    for w in pref_anti:
+        if w.term.matches(other, None):
+            yield w.term.topology_key, -w.weight
+
+
+def _existing_hits(epi: PodInfo, q: _ScoreQuery) -> Iterator[tuple[str, int]]:
+    """(topology key, weight) of each of an existing pod's terms that selects the incoming pod."""
+    et = terms_of(epi)
+    if q.hard_weight > 0:
+        for t in et.required_affinity:
+            if t.matches(q.pod, q.ns_labels):
+                yield t.topology_key, q.hard_weight
+    for w in et.preferred_affinity:
+        if w.term.matches(q.pod, q.ns_labels):
+            yield w.term.topology_key, w.weight
+    for w in et.preferred_anti_affinity:
+        if w.term.matches(q.pod, q.ns_labels):
+            yield w.term.topology_key, -w.weight
+
+
+def _node_by_node_scores(q: _ScoreQuery) -> dict[str, dict[str, int]]:
+    """PreScore's topology scores node by node (kube's processExistingPod over the scanned nodes): the
+    path for nodes that are not the table's current rows."""
+    score: dict[str, dict[str, int]] = {}
+    for ni in q.scan:
+        node = ni.node
+        if node is None or not node.labels:
+            continue
+        labels = node.labels
+        for epi in ni.pods if q.has_constraints else ni.pods_with_affinity:
+            hits = _incoming_hits(q.pref_aff, q.pref_anti, epi.pod)
+            if epi.has_affinity:
+                hits = itertools.chain(hits, _existing_hits(epi, q))
+            for key, value in hits:
+                tv = labels.get(key)
+                if tv is not None:
+                    per_key = score.setdefault(key, {})
+                    per_key[tv] = per_key.get(tv, 0) + value
+    return score

@@ -19,11 +19,13 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_rows import (
     I64,
     Mask,
+    TableLabels,
     rows_of,
     snapshot_table,
     sum_by_value,
     table_rows,
 )
+from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.selectors import (
     SelectorError,
 )
@@ -79,53 +81,9 @@ class Scoring(PluginBase):
             return Status.skip(plugin=NAME)
 
         s = PreScoreState(constraints, pod.namespace)
-        if self._fast_pre_score(s, pod, nodes, all_nodes, require_all):
-            state.write(PRE_SCORE_STATE_KEY, s)
-            return None
-        indexed = list(enumerate(constraints))
-        topo_size = [0] * len(constraints)
-        for ni in nodes:
-            node = ni.node
-            if node is None:
-                continue
-            labels = node.labels
-            if require_all and not node_has_all_keys(labels, constraints):
-                s.ignored_nodes.add(node.name)
-                continue
-            for i, c in indexed:
-                if c.topology_key == LABEL_HOSTNAME:
-                    continue  # counted per node in Score
-                value = labels.get(c.topology_key, "")
-                counts = s.topology_counts[i]
-                if value not in counts:
-                    counts[value] = 0
-                    topo_size[i] += 1
-        for i, c in indexed:
-            size = topo_size[i]
-            if c.topology_key == LABEL_HOSTNAME:
-                size = len(nodes) - len(s.ignored_nodes)
-            s.weights[i] = math.log(size + 2)
-
-        non_host = [(i, c) for i, c in indexed if c.topology_key != LABEL_HOSTNAME]
-        if non_host:
-            checks = NodeChecks(pod, constraints, RequiredNodeAffinity.of(pod))
-            ns = pod.namespace
-            for ni in all_nodes:
-                node = ni.node
-                if node is None:
-                    continue
-                labels = node.labels
-                if require_all and not node_has_all_keys(labels, constraints):
-                    continue
-                aff, taints = checks.eligible(node)
-                for i, c in non_host:
-                    if not NodeChecks.included(c, aff, taints):
-                        continue
-                    counts = s.topology_counts[i]
-                    value = labels.get(c.topology_key, "")
-                    if value not in counts:
-                        continue
-                    counts[value] += count_pods_matching(ni.pods, c.selector, ns, c.matcher)
+        if not self._fast_pre_score(s, pod, nodes, all_nodes, require_all):
+            _domains_node_by_node(s, nodes, require_all)
+            _count_node_by_node(s, pod, all_nodes, require_all)
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
@@ -148,64 +106,52 @@ class Scoring(PluginBase):
         all_rows = rows if all_nodes is nodes else rows_of(table, all_nodes)
         if all_rows is None:
             return False
-        constraints = s.constraints
-        labels = self._labels
-        no_node = labels.no_node(table)
-        cols = [labels.column(table, c.topology_key) for c in constraints]
-        # a missing label reads as "" (the code of a real "" value, or one past the last)
-        ext_values: list[list[str]] = []
-        empty_code: list[int] = []
-        for col in cols:
-            e = col.index.get("")
-            ext_values.append(col.values if e is not None else [*col.values, ""])
-            empty_code.append(len(col.values) if e is None else e)
-
-        def live_rows(r: I64) -> tuple[Mask, list[I64]]:
-            codes = [col.codes[r] for col in cols]
-            live = ~no_node[r]
-            if require_all:
-                for cd in codes:
-                    live &= cd >= 0
-            return live, codes
-
+        cols = _Columns(table, self._labels, s.constraints, require_all)
         # pass 1, over the candidate nodes: ignored nodes, domains per soft constraint
-        live, codes = live_rows(rows)
+        live, codes = cols.live(rows)
         if require_all:
-            for k in np.flatnonzero(~no_node[rows] & ~live).tolist():
+            for k in np.flatnonzero(~cols.no_node[rows] & ~live).tolist():
                 s.ignored_nodes.add(nodes[k].name)
         non_host: list[int] = []
-        for i, c in enumerate(constraints):
+        for i, c in enumerate(s.constraints):
             if c.topology_key == LABEL_HOSTNAME:
                 s.weights[i] = math.log(len(nodes) - len(s.ignored_nodes) + 2)
                 continue
             non_host.append(i)
-            ecodes = np.where(codes[i] >= 0, codes[i], empty_code[i])
-            vals = ext_values[i]
-            present = np.unique(ecodes[live])
+            vals = cols.ext_values[i]
+            present = np.unique(cols.ecodes(i, codes[i])[live])
             s.topology_counts[i] = {vals[k]: 0 for k in present.tolist()}
             s.weights[i] = math.log(len(present) + 2)
-        if not non_host:
-            return True
+        if non_host:
+            self._fast_counts(s, pod, cols, all_rows, all_nodes, non_host)
+        return True
 
-        # pass 2, over all nodes: matching pods per domain
-        live, codes = live_rows(all_rows)
-        checks = NodeChecks(pod, constraints, RequiredNodeAffinity.of(pod))
+    def _fast_counts(
+        self,
+        s: PreScoreState,
+        pod: Pod,
+        cols: _Columns,
+        all_rows: I64,
+        all_nodes: Sequence[NodeInfo],
+        non_host: list[int],
+    ) -> None:
+        """pass 2 of _fast_pre_score, over all nodes: matching pods per domain of each constraint in
+        ``non_host``, on the nodes its inclusion policies admit."""
+        live, codes = cols.live(all_rows)
+        checks = NodeChecks(pod, s.constraints, RequiredNodeAffinity.of(pod))
         aff, taints = self._eligibility(checks, all_nodes, live)
-        ns = pod.namespace
         for i in non_host:
-            c = constraints[i]
+            c = s.constraints[i]
             incl = live
             if aff is not None and c.node_affinity_policy == HONOR:
                 incl = incl & aff
             if taints is not None and c.node_taints_policy == HONOR:
                 incl = incl & taints
-            ecodes = np.where(codes[i] >= 0, codes[i], empty_code[i])
-            cnt = self._pod_counts(table, all_rows, all_nodes, c.selector, c.matcher, ns)
+            cnt = self._pod_counts(cols.table, all_rows, all_nodes, c.selector, c.matcher, pod.namespace)
             counts = s.topology_counts[i]
-            for value, n in sum_by_value(ext_values[i], ecodes, cnt, incl).items():
+            for value, n in sum_by_value(cols.ext_values[i], cols.ecodes(i, codes[i]), cnt, incl).items():
                 if value in counts:
                     counts[value] += n
-        return True
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
@@ -279,3 +225,88 @@ class Scoring(PluginBase):
                 continue
             ns.score = MAX_NODE_SCORE * (max_score + min_score - ns.score) // max_score
         return None
+
+
+def _domains_node_by_node(s: PreScoreState, nodes: Sequence[NodeInfo], require_all: bool) -> None:
+    """Over the candidate nodes: the ignored ones (missing a key when every key is required), the
+    domains of each soft constraint, and each constraint's weight, log(domains + 2)."""
+    constraints = s.constraints
+    topo_size = [0] * len(constraints)
+    for ni in nodes:
+        node = ni.node
+        if node is None:
+            continue
+        labels = node.labels
+        if require_all and not node_has_all_keys(labels, constraints):
+            s.ignored_nodes.add(node.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key == LABEL_HOSTNAME:
+                continue  # counted per node in Score
+            value = labels.get(c.topology_key, "")
+            counts = s.topology_counts[i]
+            if value not in counts:
+                counts[value] = 0
+                topo_size[i] += 1
+    for i, c in enumerate(constraints):
+        size = len(nodes) - len(s.ignored_nodes) if c.topology_key == LABEL_HOSTNAME else topo_size[i]
+        s.weights[i] = math.log(size + 2)
+
+
+def _count_node_by_node(s: PreScoreState, pod: Pod, all_nodes: Sequence[NodeInfo], require_all: bool) -> None:
+    """Over all nodes: the matching pods of each non-hostname domain found by _domains_node_by_node,
+    on the nodes the constraint's inclusion policies admit."""
+    constraints = s.constraints
+    non_host = [(i, c) for i, c in enumerate(constraints) if c.topology_key != LABEL_HOSTNAME]
+    if not non_host:
+        return
+    checks = NodeChecks(pod, constraints, RequiredNodeAffinity.of(pod))
+    for ni in all_nodes:
+        node = ni.node
+        if node is None:
+            continue
+        labels = node.labels
+        if require_all and not node_has_all_keys(labels, constraints):
+            continue
+        aff, taints = checks.eligible(node)
+        for i, c in non_host:
+            if not NodeChecks.included(c, aff, taints):
+                continue
+            counts = s.topology_counts[i]
+            value = labels.get(c.topology_key, "")
+            if value in counts:
+                counts[value] += count_pods_matching(ni.pods, c.selector, s.namespace, c.matcher)
+
+
+class _Columns:
+    """The label columns of a PreScore's constraints over one table, with a missing label read as ""
+    (the code of a real "" value, or one past the last), as the node-by-node pass reads it."""
+
+    __slots__ = ("cols", "empty_code", "ext_values", "no_node", "require_all", "table")
+
+    def __init__(
+        self, table: NodeTable, labels: TableLabels, constraints: Sequence[Constraint], require_all: bool
+    ) -> None:
+        self.table = table
+        self.require_all = require_all
+        self.no_node = labels.no_node(table)
+        self.cols = [labels.column(table, c.topology_key) for c in constraints]
+        self.ext_values: list[list[str]] = []
+        self.empty_code: list[int] = []
+        for col in self.cols:
+            e = col.index.get("")
+            self.ext_values.append(col.values if e is not None else [*col.values, ""])
+            self.empty_code.append(len(col.values) if e is None else e)
+
+    def live(self, rows: I64) -> tuple[Mask, list[I64]]:
+        """The rows that count (a Node, and every key when all are required) and each column's codes."""
+        codes = [col.codes[rows] for col in self.cols]
+        live = ~self.no_node[rows]
+        if self.require_all:
+            for cd in codes:
+                live &= cd >= 0
+        return live, codes
+
+    def ecodes(self, i: int, codes: I64) -> I64:
+        """Column ``i``'s codes with a missing label as the code of ""."""
+        return np.where(codes >= 0, codes, self.empty_code[i])
