@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench differential dev-cluster-up dev-cluster-down clean
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential dev-cluster-up dev-cluster-down clean
 
 install: $(VENV)/.installed
 
@@ -61,6 +61,11 @@ differential: install controlplane
 
 bench: install controlplane
 	$(BIN)/python -m bench.run $(ARGS)
+
+# Upstream's scheduler_perf test cases, read from the pinned module, both schedulers
+# (e.g. ARGS="--label performance --test-case SchedulingBasic"; ARGS="--list" shows what runs and what is skipped).
+upstream-bench: install controlplane
+	$(BIN)/python -m bench.upstream $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info .dev-cluster

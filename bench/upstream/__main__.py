@@ -1,0 +1,169 @@
+"""``python -m bench.upstream``: upstream's scheduler_perf test cases, kube-scheduler against pyscheduler.
+
+    python -m bench.upstream --list --label performance
+    python -m bench.upstream --test-case SchedulingBasic --workload 500Nodes
+    python -m bench.upstream --label integration-test,short            # upstream's quick set
+
+Each selected workload runs once per scheduler on a fresh local control plane (no KWOK, no controller
+manager: nothing binds or deletes pods but the scheduler under test), both schedulers configured like
+``bench.run`` configures them. Prints a line per workload and a table; writes a JSON file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.measure import Endpoint, ProcStats
+from bench.run import KUBE, PY, SCHEDULERS, KubeScheduler, PyScheduler, Scheduler, git_info, machine_info
+from bench.upstream import course
+from bench.upstream.ops import Executor, OpError, unsupported
+from bench.workloads import SCHEDULER_NAME
+from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def run_workload(tc: course.TestCase, wl: course.Workload, ops: list[dict[str, Any]], scheduler: str,
+                 args: argparse.Namespace) -> dict[str, Any]:
+    cluster = LocalCluster(
+        with_kwok=False, with_controller_manager=False, name="upstream",
+        apiserver_args=["--max-requests-inflight=3000", "--max-mutating-requests-inflight=3000"],
+    )
+    cluster.start()
+    sched: Scheduler | None = None
+    try:
+        endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
+        sched = KubeScheduler(cluster) if scheduler == KUBE else PyScheduler(cluster, args.py_log_level)
+        sched.start()
+        stats = ProcStats(sched.pid)
+        cpu0 = stats.cpu_seconds()
+        ex = Executor(endpoint, tc.folder, tc.default_pod_template, SCHEDULER_NAME, timeout=args.timeout,
+                      say=say)
+        try:
+            res = ex.run(ops)
+        except OpError as e:
+            return {"error": str(e)}
+        if not sched.alive():
+            return {"error": f"{scheduler} exited:\n{sched.log_tail()}"}
+        cpu = stats.cpu_seconds() - cpu0
+        return {
+            "seconds": res.seconds,
+            "pods": res.pods_created,
+            "throughput_average": res.average(),
+            "windows": res.windows,
+            "cpu_seconds": cpu,
+            "cpu_ms_per_pod": 1000.0 * cpu / max(1, res.pods_created),
+            "peak_rss_mb": stats.peak_rss_mb(),
+        }
+    finally:
+        if sched is not None:
+            sched.stop()
+            sched.cleanup()
+        cluster.stop()
+
+
+def threshold_of(wl: course.Workload) -> float | None:
+    t = wl.threshold
+    if isinstance(t, int | float):
+        return float(t)
+    return None  # per-topic thresholds: not compared here
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__.split("\n\n")[0])
+    p.add_argument("--test-case", default="", help="comma-separated test case names (default: all)")
+    p.add_argument("--workload", default="", help="comma-separated workload names (default: all)")
+    p.add_argument("--label", default="", help="upstream label filter, e.g. performance or integration-test,-short")
+    p.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    p.add_argument("--list", action="store_true", help="list the selected workloads and why any would be skipped")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
+    p.add_argument("--py-log-level", default="info")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    a = p.parse_args(argv)
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+    try:
+        cases = course.load()
+    except course.CourseError as err:
+        say(f"upstream course: {err}")
+        return 2
+    chosen = course.select(cases, split(a.test_case), split(a.workload), split(a.label))
+    schedulers = split(a.schedulers)
+    if not chosen:
+        say("no workload matches the selection")
+        return 2
+    plan = []
+    for tc, wl in chosen:
+        ops = course.operations(tc, wl)
+        reasons = [r for r in [tc.skip_reason(wl), *unsupported(ops)] if r]
+        plan.append((tc, wl, ops, reasons))
+    if a.list:
+        for tc, wl, _ops, reasons in plan:
+            thr = threshold_of(wl)
+            say(f"{tc.name}/{wl.name}  labels={','.join(sorted(tc.labels | wl.labels)) or '-'}"
+                f"{f'  threshold={thr:g}' if thr else ''}{'  SKIP: ' + '; '.join(reasons) if reasons else ''}")
+        runnable = sum(1 for *_, r in plan if not r)
+        say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
+        return 0
+
+    results: list[dict[str, Any]] = []
+    for tc, wl, ops, reasons in plan:
+        entry: dict[str, Any] = {"test_case": tc.name, "workload": wl.name, "threshold": threshold_of(wl),
+                                 "labels": sorted(tc.labels | wl.labels)}
+        if reasons:
+            entry["skipped"] = reasons
+            say(f"{tc.name}/{wl.name}: skipped: {'; '.join(reasons)}")
+            results.append(entry)
+            continue
+        for s in schedulers:
+            say(f"{tc.name}/{wl.name}: {s} ...")
+            t0 = time.monotonic()
+            entry[s] = run_workload(tc, wl, ops, s, a)
+            r = entry[s]
+            if "error" in r:
+                say(f"  {s}: ERROR {r['error'][:300]}")
+            else:
+                say(f"  {s}: {r['throughput_average']:.1f} pods/s average, {r['pods']} pods, "
+                    f"{r['cpu_ms_per_pod']:.2f} ms CPU/pod, workload {r['seconds']:.1f}s "
+                    f"(with cluster {time.monotonic() - t0:.0f}s)")
+        results.append(entry)
+
+    say("")
+    say(f"{'test case / workload':<58}{'threshold':>10}{'kube':>9}{'py':>9}{'py/kube':>9}")
+    for e in results:
+        name = f"{e['test_case']}/{e['workload']}"
+        if "skipped" in e:
+            say(f"{name:<58}{'skipped':>10}")
+            continue
+        k = e.get(KUBE, {}).get("throughput_average", math.nan)
+        q = e.get(PY, {}).get("throughput_average", math.nan)
+        thr = e["threshold"]
+        ratio = q / k if k and not math.isnan(k) else math.nan
+        say(f"{name:<58}{thr if thr else '-':>10}{k:>9.1f}{q:>9.1f}{ratio:>9.2f}")
+    a.out.mkdir(parents=True, exist_ok=True)
+    out = a.out / f"upstream-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d-%H%M')}.json"
+    out.write_text(json.dumps({"date": dt.datetime.now(dt.UTC).isoformat(), "git": git_info(),
+                               "machine": machine_info(), "version": course.pinned_version(),
+                               "results": results}, indent=1, default=str))
+    say(f"results: {out}")
+    ran = [e for e in results if "skipped" not in e]
+    below = [e for e in ran if e["threshold"] and PY in e
+             and not e[PY].get("throughput_average", 0) >= e["threshold"]]
+    say(f"upstream course: {len(ran)} run, {len(results) - len(ran)} skipped; pyscheduler below upstream's "
+        f"threshold on {len(below)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

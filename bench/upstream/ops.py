@@ -1,0 +1,453 @@
+"""scheduler_perf's operations as API calls on our control plane, and the throughput they are judged by.
+
+``Executor.run(ops)`` performs a workload's operations in order against one cluster while one scheduler
+runs. Objects named by ``generateName`` get a deterministic name instead (``<generateName><op>-<i>``) so
+the watch can follow them; every pod gets the benchmark profile's ``schedulerName``. Nodes get
+``kubernetes.io/hostname`` = their name, as upstream's node preparer gives them, and the node strategies
+are applied at creation (the outcome upstream's patches reach).
+
+Throughput is upstream's: while a metrics window is open (a ``createPods`` with ``collectMetrics``, or
+``startCollectingMetrics`` .. ``stopCollectingMetrics``), pods of the window's namespaces that get a node
+are counted; one sample per second; the figure a ``threshold`` is compared with is the samples' mean.
+
+``unsupported(ops)`` lists what this translation cannot do yet; the runner skips such a workload with that
+reason instead of running something else under its name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import re
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from bench.measure import Conn, Endpoint, post_objects, throughput_samples
+from bench.upstream.gotemplate import render
+
+SUPPORTED = frozenset(
+    {
+        "createNodes",
+        "createNamespaces",
+        "createPods",
+        "barrier",
+        "createAny",
+        "deletePods",
+        "sleep",
+        "startCollectingMetrics",
+        "stopCollectingMetrics",
+    }
+)
+# fields of a supported opcode this translation does not implement yet
+_UNSUPPORTED_FIELDS = {
+    "createPods": ("steadyState", "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"),
+    "createNodes": (),
+}
+# kind -> (API path prefix, plural, namespaced) for createAny
+_KINDS: Mapping[str, tuple[str, str, bool]] = {
+    "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "PersistentVolume": ("/api/v1", "persistentvolumes", False),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
+    "Service": ("/api/v1", "services", True),
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Node": ("/api/v1", "nodes", False),
+    "Pod": ("/api/v1", "pods", True),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+}
+DEFAULT_NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"generateName": "scheduler-perf-"},
+    "spec": {},
+    "status": {
+        "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+        "conditions": [{"status": "True", "type": "Ready"}],
+        "phase": "Running",
+    },
+}
+
+
+class OpError(RuntimeError):
+    pass
+
+
+def unsupported(ops: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why these operations cannot be run by this translation (empty: they can)."""
+    out = []
+    for i, op in enumerate(ops):
+        code = str(op.get("opcode"))
+        if code not in SUPPORTED:
+            out.append(f"op {i}: opcode {code} not translated yet")
+            continue
+        for f in _UNSUPPORTED_FIELDS.get(code, ()):
+            if op.get(f):
+                out.append(f"op {i}: {code}.{f} not translated yet")
+    return out
+
+
+class PodWatch(threading.Thread):
+    """Every pod in the cluster, by (namespace, name): when it got a node, when it was found
+    unschedulable (PodScheduled=False), whether it is gone. Its own watch, not the schedulers'."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(name="upstream-pod-watch", daemon=True)
+        self.endpoint = endpoint
+        self.rv = ""
+        self.bound: dict[tuple[str, str], float] = {}
+        self.attempted: dict[tuple[str, str], float] = {}
+        self.labels: dict[tuple[str, str], Mapping[str, str]] = {}
+        self.deleted: set[tuple[str, str]] = set()
+        self.error: str | None = None
+        self._stopping = threading.Event()
+        self._conn: http.client.HTTPSConnection | None = None
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._once()
+            except Exception as e:
+                if self._stopping.is_set():
+                    return
+                self.error = f"{type(e).__name__}: {e}"
+                time.sleep(0.2)
+
+    def _once(self) -> None:
+        conn = self.endpoint.connect(timeout=None)
+        self._conn = conn
+        rv = f"&resourceVersion={self.rv}" if self.rv else ""
+        conn.request(
+            "GET",
+            f"/api/v1/pods?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600{rv}",
+            headers={"Authorization": f"Bearer {self.endpoint.token}", "Accept": "application/json"},
+        )
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"watch: HTTP {resp.status}")
+        while not self._stopping.is_set():
+            line = resp.readline()
+            if not line:
+                return
+            now = time.monotonic()
+            ev = orjson.loads(line)
+            obj = ev.get("object") or {}
+            meta = obj.get("metadata") or {}
+            if meta.get("resourceVersion"):
+                self.rv = meta["resourceVersion"]
+            kind = ev.get("type")
+            if kind == "ERROR":
+                raise RuntimeError(f"watch error: {obj.get('message')}")
+            if kind == "BOOKMARK":
+                continue
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            if kind == "DELETED":
+                self.deleted.add(key)
+                continue
+            self.labels[key] = meta.get("labels") or {}
+            if (obj.get("spec") or {}).get("nodeName"):
+                self.bound.setdefault(key, now)
+                self.attempted.setdefault(key, now)
+            else:
+                for c in (obj.get("status") or {}).get("conditions") or ():
+                    if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                        self.attempted.setdefault(key, now)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        conn = self._conn
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        self.join(5)
+
+
+@dataclass
+class Window:
+    """A metrics window: the namespaces (empty: all) and labels whose binds it counts."""
+
+    name: str
+    namespaces: frozenset[str]
+    selector: Mapping[str, str]
+    start: float
+    end: float | None = None
+
+    def counts(self, key: tuple[str, str], labels: Mapping[str, str]) -> bool:
+        if self.namespaces and key[0] not in self.namespaces:
+            return False
+        return all(labels.get(k) == v for k, v in self.selector.items())
+
+
+@dataclass
+class Result:
+    seconds: float = 0.0
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    pods_created: int = 0
+
+    def average(self) -> float:
+        """The mean throughput over every window's samples (what upstream's threshold reads)."""
+        samples = [s for w in self.windows for s in w["samples"]]
+        return statistics.fmean(samples) if samples else float("nan")
+
+
+class Executor:
+    """Runs one workload's operations; see the module docstring."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        folder: Path,
+        default_pod_template: str | None,
+        scheduler_name: str,
+        creators: int = 30,
+        timeout: float = 600.0,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.endpoint = endpoint
+        self.conn = Conn(endpoint)
+        self.folder = folder
+        self.default_pod_template = default_pod_template
+        self.scheduler_name = scheduler_name
+        self.creators = creators
+        self.timeout = timeout
+        self.say = say
+        self.watch = PodWatch(endpoint)
+        self.pods: dict[str, list[tuple[str, str]]] = {}  # namespace -> pods created there
+        self.windows: list[Window] = []
+        self.namespace_seq = 0
+
+    # -- helpers --------------------------------------------------------------------------------------
+
+    def _template(self, path: str | None, fallback: Mapping[str, Any] | None = None) -> str:
+        if path is None:
+            if fallback is None:
+                raise OpError("no template path and no default")
+            return orjson.dumps(fallback).decode()
+        return (self.folder / path).read_text()
+
+    def _objects(self, text: str, count: int, tag: str) -> list[dict[str, Any]]:
+        out = []
+        for i in range(count):
+            obj = yaml.safe_load(render(text, {"Index": i, "Count": count}))
+            meta = obj.setdefault("metadata", {})
+            if not meta.get("name"):
+                meta["name"] = f"{meta.pop('generateName', 'obj-')}{tag}-{i}"
+            out.append(obj)
+        return out
+
+    def _post(self, path: str, objs: Sequence[dict[str, Any]]) -> None:
+        items = [(o["metadata"]["name"], orjson.dumps(o)) for o in objs]
+        errors = post_objects(self.endpoint, path, items, self.creators)
+        if errors:
+            raise OpError(f"POST {path}: {errors[:3]}")
+
+    def _wait(self, pred: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        tick = time.monotonic() + 10
+        while not pred():
+            now = time.monotonic()
+            if now > deadline:
+                raise OpError(f"timed out after {self.timeout:.0f}s waiting for {what}")
+            if now > tick:
+                self.say(f"    ... waiting for {what}")
+                tick = now + 10
+            if self.watch.error and not self.watch.is_alive():
+                raise OpError(f"pod watch failed: {self.watch.error}")
+            time.sleep(0.05)
+
+    # -- operations -----------------------------------------------------------------------------------
+
+    def create_nodes(self, op: Mapping[str, Any], i: int) -> None:
+        count = int(op.get("count") or 0)
+        nodes = self._objects(self._template(op.get("nodeTemplatePath"), DEFAULT_NODE), count, f"n{i}")
+        label = op.get("labelNodePrepareStrategy") or {}
+        unique = op.get("uniqueNodeLabelStrategy") or {}
+        alloc = op.get("nodeAllocatableStrategy") or {}
+        csinodes = []
+        for k, n in enumerate(nodes):
+            labels = n["metadata"].setdefault("labels", {})
+            labels["kubernetes.io/hostname"] = n["metadata"]["name"]
+            if label:
+                values = label["labelValues"]
+                labels[label["labelKey"]] = values[k % len(values)]  # round robin, as upstream's
+            if unique:
+                labels[unique["labelKey"]] = f"{n['metadata']['name']}-{k}"
+            if alloc.get("nodeAllocatable"):
+                status = n.setdefault("status", {})
+                status["allocatable"] = {**(status.get("capacity") or {}), **alloc["nodeAllocatable"]}
+            if alloc.get("csiNodeAllocatable") or alloc.get("migratedPlugins"):
+                drivers = [
+                    {"name": d, "nodeID": n["metadata"]["name"], "topologyKeys": None, "allocatable": v}
+                    for d, v in (alloc.get("csiNodeAllocatable") or {}).items()
+                ]
+                ann = {"storage.alpha.kubernetes.io/migrated-plugins": ",".join(alloc.get("migratedPlugins") or [])}
+                csinodes.append(
+                    {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                     "metadata": {"name": n["metadata"]["name"], "annotations": ann}, "spec": {"drivers": drivers}}
+                )
+        self._post("/api/v1/nodes", nodes)
+        if csinodes:
+            self._post("/apis/storage.k8s.io/v1/csinodes", csinodes)
+
+    def create_namespaces(self, op: Mapping[str, Any], i: int) -> None:
+        count = int(op.get("count") or 0)
+        prefix = op.get("prefix") or "namespace"
+        text = self._template(op.get("namespaceTemplatePath"), {"apiVersion": "v1", "kind": "Namespace"})
+        nss = self._objects(text, count, f"ns{i}")
+        for k, ns in enumerate(nss):
+            ns["metadata"]["name"] = f"{prefix}-{k}"
+        self._post("/api/v1/namespaces", nss)
+
+    def _ensure_namespace(self, ns: str) -> None:
+        self.conn.json("POST", "/api/v1/namespaces", {"metadata": {"name": ns}}, ok=(201, 409))
+
+    def create_pods(self, op: Mapping[str, Any], i: int) -> None:
+        count = int(op.get("count") or 0)
+        ns = op.get("namespace")
+        if not ns:
+            ns = f"namespace-{self.namespace_seq}"
+            self.namespace_seq += 1
+        self._ensure_namespace(ns)
+        pods = self._objects(self._template(op.get("podTemplatePath") or self.default_pod_template), count, f"p{i}")
+        for p in pods:
+            p["metadata"]["namespace"] = ns
+            p.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+        keys = [(ns, p["metadata"]["name"]) for p in pods]
+        self.pods.setdefault(ns, []).extend(keys)
+        window = None
+        if op.get("collectMetrics"):
+            window = Window(f"op{i}", frozenset((ns,)), {}, time.monotonic())
+            self.windows.append(window)
+        self._post(f"/api/v1/namespaces/{ns}/pods", pods)
+        if not op.get("skipWaitToCompletion"):
+            bound = self.watch.bound
+            self._wait(lambda: all(k in bound for k in keys), f"{count} pods of op {i} in {ns} to be scheduled")
+        if window is not None:
+            window.end = time.monotonic()
+
+    def barrier(self, op: Mapping[str, Any], i: int) -> None:
+        namespaces = op.get("namespaces") or list(self.pods)
+        selector = op.get("labelSelector") or {}
+        seen = self.watch.attempted if op.get("stageRequirement") == "Attempted" else self.watch.bound
+        labels = self.watch.labels
+        keys = [
+            k
+            for ns in namespaces
+            for k in self.pods.get(ns, ())
+            if all(labels.get(k, {}).get(a) == b for a, b in selector.items())
+        ]
+        deleted = self.watch.deleted
+        self._wait(lambda: all(k in seen or k in deleted for k in keys), f"barrier {i} on {len(keys)} pods")
+
+    def create_any(self, op: Mapping[str, Any], i: int) -> None:
+        count = int(op.get("count") or 1)
+        objs = self._objects(self._template(op["templatePath"]), count, f"a{i}")
+        for o in objs:
+            kind = o.get("kind", "")
+            if kind not in _KINDS:
+                raise OpError(f"createAny: kind {kind!r} not translated yet")
+            prefix, plural, namespaced = _KINDS[kind]
+            if kind == "Pod":
+                o.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            if namespaced:
+                ns = op.get("namespace") or o["metadata"].get("namespace") or "default"
+                o["metadata"]["namespace"] = ns
+                self._ensure_namespace(ns)
+                path = f"{prefix}/namespaces/{ns}/{plural}"
+                if kind == "Pod":
+                    self.pods.setdefault(ns, []).append((ns, o["metadata"]["name"]))
+            else:
+                path = f"{prefix}/{plural}"
+            self._post(path, [o])
+
+    def delete_pods(self, op: Mapping[str, Any], i: int) -> None:
+        ns = op["namespace"]
+        selector = op.get("labelSelector") or {}
+        labels = self.watch.labels
+        keys = [k for k in self.pods.get(ns, ()) if all(labels.get(k, {}).get(a) == b for a, b in selector.items())]
+        rate = int(op.get("deletePodsPerSecond") or 0)
+        t0 = time.monotonic()
+        for n, (pns, name) in enumerate(keys):
+            if rate:  # the n-th deletion not before t0 + n/rate
+                delay = t0 + n / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            self.conn.json("DELETE", f"/api/v1/namespaces/{pns}/pods/{name}?gracePeriodSeconds=0", ok=(200, 404))
+        if not op.get("skipWaitToCompletion"):
+            deleted = self.watch.deleted
+            self._wait(lambda: all(k in deleted for k in keys), f"{len(keys)} pods of {ns} to be deleted")
+
+    def sleep(self, op: Mapping[str, Any], i: int) -> None:
+        time.sleep(_seconds(op.get("duration", "0s")))
+
+    def start_metrics(self, op: Mapping[str, Any], i: int) -> None:
+        self.windows.append(
+            Window(op.get("name") or f"op{i}", frozenset(op.get("namespaces") or ()), op.get("labelSelector") or {},
+                   time.monotonic())
+        )
+
+    def stop_metrics(self, op: Mapping[str, Any], i: int) -> None:
+        for w in self.windows:
+            if w.end is None:
+                w.end = time.monotonic()
+
+    # -- the run --------------------------------------------------------------------------------------
+
+    def run(self, ops: Sequence[Mapping[str, Any]]) -> Result:
+        handlers: dict[str, Callable[[Mapping[str, Any], int], None]] = {
+            "createNodes": self.create_nodes,
+            "createNamespaces": self.create_namespaces,
+            "createPods": self.create_pods,
+            "barrier": self.barrier,
+            "createAny": self.create_any,
+            "deletePods": self.delete_pods,
+            "sleep": self.sleep,
+            "startCollectingMetrics": self.start_metrics,
+            "stopCollectingMetrics": self.stop_metrics,
+        }
+        self.watch.start()
+        t0 = time.monotonic()
+        try:
+            for i, op in enumerate(ops):
+                handlers[str(op["opcode"])](op, i)
+            for w in self.windows:
+                if w.end is None:
+                    w.end = time.monotonic()
+            return Result(time.monotonic() - t0, [self._window_figures(w) for w in self.windows],
+                          sum(len(v) for v in self.pods.values()))
+        finally:
+            self.watch.stop()
+            self.conn.close()
+
+    def _window_figures(self, w: Window) -> dict[str, Any]:
+        assert w.end is not None
+        end = w.end
+        binds = [
+            t for k, t in self.watch.bound.items() if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
+        ]
+        samples = throughput_samples(binds)
+        return {"name": w.name, "seconds": end - w.start, "scheduled": len(binds), "samples": samples,
+                "average": statistics.fmean(samples) if samples else float("nan")}
+
+
+def _seconds(value: Any) -> float:
+    """A Go duration string (``"10s"``, ``"1m30s"``, ``"500ms"``) or a number of seconds."""
+    if isinstance(value, int | float):
+        return float(value)
+    total = 0.0
+    for num, unit in re.findall(r"([\d.]+)(ms|s|m|h)", str(value)):
+        total += float(num) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+    return total

@@ -1,0 +1,116 @@
+"""The upstream scheduler_perf course runner: what it reads from the pinned module and how it fills in a
+workload, without a cluster (the cluster smoke is tests/integration/test_upstream_course_run.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.upstream import course
+from bench.upstream.gotemplate import TemplateError, render
+from bench.upstream.ops import unsupported
+
+
+@pytest.mark.parametrize(
+    ("text", "index", "count", "want"),
+    [
+        pytest.param("name: pod-{{.Index}}", 7, 10, "name: pod-7", id="index"),
+        pytest.param("n: {{ .Count }}", 0, 12, "n: 12", id="count-spaced"),
+        pytest.param("zone: z{{Mod .Index 25}}", 27, 30, "zone: z2", id="mod"),
+        pytest.param("g: {{ DivideInt .Index 10 }}", 35, 40, "g: 3", id="divide"),
+        pytest.param("q: {{ DivideInt 30000 .Count }}", 0, 7, "q: 4285", id="divide-count"),
+    ],
+)
+def test_templates_render_as_go_would(text: str, index: int, count: int, want: str) -> None:
+    assert render(text, {"Index": index, "Count": count}) == want
+
+
+@pytest.mark.parametrize("text", ["{{ .Name }}", "{{ Upper .Index }}", "{{ Mod .Index 0 }}", "{{ Mod .Index }}"])
+def test_template_forms_we_do_not_know_fail_loudly(text: str) -> None:
+    with pytest.raises(TemplateError):
+        render(text, {"Index": 1, "Count": 2})
+
+
+def _case(tmp_path: Path) -> course.TestCase:
+    d = tmp_path / "misc"
+    d.mkdir()
+    (d / "performance-config.yaml").write_text(
+        """
+- name: Basic
+  defaultPodTemplatePath: ../templates/pod.yaml
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
+  - opcode: createPods
+    countParam: $measurePods
+    collectMetrics: true
+  workloads:
+  - name: 5Nodes
+    labels: [integration-test, short]
+    params: {initNodes: 5, measurePods: 10}
+  - name: 5000Nodes
+    labels: [performance]
+    threshold: 270
+    featureGates: {SchedulerQueueingHints: false}
+    params: {initNodes: 5000, measurePods: 10000}
+  - name: Async
+    labels: [performance]
+    featureGates: {SchedulerAsyncAPICalls: true}
+    params: {initNodes: 5, measurePods: 10}
+"""
+    )
+    (cases,) = [course.load(tmp_path)]
+    assert len(cases) == 1
+    return cases[0]
+
+
+def test_parameters_are_filled_in_per_workload(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    ops = course.operations(tc, tc.workloads[0])
+    assert ops == [
+        {"opcode": "createNodes", "count": 5},
+        {"opcode": "createPods", "count": 10, "collectMetrics": True},
+    ]
+    assert tc.folder == tmp_path / "misc"
+
+
+def test_selection_by_label_filter_and_name(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    names = lambda sel: [w.name for _, w in sel]  # noqa: E731
+    assert names(course.select([tc], labels=["performance"])) == ["5000Nodes", "Async"]
+    assert names(course.select([tc], labels=["integration-test", "-short"])) == []
+    assert names(course.select([tc], workloads=["5Nodes"])) == ["5Nodes"]
+    assert names(course.select([tc], names=["Other"])) == []
+
+
+def test_workloads_1_36_cannot_run_say_why(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    basic, locked, async_calls = tc.workloads
+    assert tc.skip_reason(basic) is None
+    assert tc.skip_reason(locked) == "feature gate SchedulerQueueingHints=false: 1.36 locks it to true"
+    assert "pyscheduler has no --feature-gates" in (tc.skip_reason(async_calls) or "")
+    assert basic.threshold is None and locked.threshold == 270
+
+
+def test_operations_not_translated_are_named() -> None:
+    assert unsupported([{"opcode": "createPods", "count": 1}]) == []
+    assert unsupported([{"opcode": "churn"}, {"opcode": "createPods", "steadyState": True}]) == [
+        "op 0: opcode churn not translated yet",
+        "op 1: createPods.steadyState not translated yet",
+    ]
+
+
+def test_the_pinned_course_is_read_from_the_module_cache() -> None:
+    try:
+        cases = course.load()
+    except course.CourseError as e:
+        pytest.skip(str(e))  # no module cache here: make controlplane downloads it (CI has it)
+    names = {c.name for c in cases}
+    assert {"SchedulingBasic", "SchedulingPodAntiAffinity", "TopologySpreading", "PreemptionBasic"} <= names
+    runnable = [
+        (tc, wl)
+        for tc, wl in course.select(cases, labels=["performance"])
+        if tc.skip_reason(wl) is None and not unsupported(course.operations(tc, wl))
+    ]
+    assert len(runnable) >= 20
