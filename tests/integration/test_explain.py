@@ -163,10 +163,13 @@ def test_the_daemon_logs_the_traceback_once_and_the_event_names_the_type(  # typ
         for i in range(3):
             create(cluster, make_pod(f"p{i}", ns).scheduler(sched).node_selector({"pool": ns}).json())
         for i in range(3):
-            cond = eventually(
-                lambda i=i: scheduled_condition(get_pod(cluster, ns, f"p{i}")), what=f"p{i} condition"
-            )
-            assert cond["status"] == "False" and cond["message"] == message, cond
+            name = f"p{i}"
+
+            def condition(name: str = name) -> dict[str, Any] | None:
+                return scheduled_condition(get_pod(cluster, ns, name))
+
+            cond = eventually(condition, what=f"{name} condition")
+            assert cond is not None and cond["status"] == "False" and cond["message"] == message, cond
         eventually(lambda: events_for(cluster, ns, "p0", "FailedScheduling"), what="FailedScheduling")
         assert events_for(cluster, ns, "p0", "FailedScheduling")[0]["note"] == message
         assert d.alive()

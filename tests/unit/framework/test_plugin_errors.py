@@ -152,7 +152,7 @@ RUNS: dict[str, Callable[[Framework], Status | None]] = {
     "Bind": lambda f: f.run_bind_plugins(CycleState(), POD, "n0"),
     "Unreserve": lambda f: f.run_reserve_plugins_unreserve(CycleState(), POD, "n0"),  # type: ignore[func-returns-value]
     "PostBind": lambda f: f.run_post_bind_plugins(CycleState(), POD, "n0"),  # type: ignore[func-returns-value]
-    "EventsToRegister": lambda f: f.events_to_register() and None,
+    "EventsToRegister": lambda f: (f.events_to_register(), None)[1],
 }
 NO_STATUS = {"Unreserve", "PostBind", "EventsToRegister"}
 
