@@ -173,7 +173,10 @@ def test_the_daemon_logs_the_traceback_once_and_the_event_names_the_type(  # typ
         eventually(lambda: events_for(cluster, ns, "p0", "FailedScheduling"), what="FailedScheduling")
         assert events_for(cluster, ns, "p0", "FailedScheduling")[0]["note"] == message
         assert d.alive()
-        errors = [r for r in d.log_lines() if r.get("level") == "error" and r.get("plugin") == "PreferTier"]
+        lines = d.log_lines()
+        errors = [r for r in lines if r.get("level") == "error" and r.get("plugin") == "PreferTier"]
+    retried = [r for r in lines if r.get("event") == "scheduling error" and r.get("pod") == f"{ns}/p0"]
+    assert retried and all(r["level"] == "error" and r["reason"] == message for r in retried), retried
     # three pods, one site: one error line within the minute, with the type, the place and the traceback
     assert len(errors) == 1, errors
     e = errors[0]
