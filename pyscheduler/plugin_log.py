@@ -3,8 +3,8 @@ that was slow, each at most once per minute per site so a plugin failing in a ho
 
 ``PluginProblemLog`` is the ``PluginObserver`` the daemon hands its frameworks. A plugin exception is
 logged at error level with its type, message, the file and line where it was raised and the formatted
-traceback as a plain string field (``traceback``; no frame locals: ``traceback.format_exception``
-renders none). The key that rate-limits it is (profile, plugin, exception type, file, line): the same bug
+traceback as a plain string in ``exception`` (the key structlog's console renderer prints as a block,
+and the JSON renderer as a string; no frame locals: ``traceback.format_exception`` renders none). The key that rate-limits it is (profile, plugin, exception type, file, line): the same bug
 hit again within the period is counted, and the count is logged with the next line let through
 (``suppressed``). A slow call is a warning keyed by (profile, plugin, extension point).
 """
@@ -66,7 +66,7 @@ class PluginProblemLog:
             file=file,
             line=line,
             function=function,
-            traceback=format_traceback(error),
+            exception=format_traceback(error),  # ConsoleRenderer prints this key as a block
             suppressed=suppressed,
         )
 

@@ -185,7 +185,7 @@ def test_the_daemon_logs_the_traceback_once_and_the_event_names_the_type(  # typ
     )
     assert e["file"].endswith("prefer_tier.py") and e["function"] == "score"
     assert re.search(
-        rf'prefer_tier\.py", line {e["line"]}, in score\n\s+{re.escape(RAISING_LINE)}', e["traceback"]
+        rf'prefer_tier\.py", line {e["line"]}, in score\n\s+{re.escape(RAISING_LINE)}', e["exception"]
     )
 
 

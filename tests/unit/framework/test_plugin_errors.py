@@ -204,7 +204,7 @@ def test_the_log_has_the_type_and_the_traceback_at_error_level_once_a_minute(poi
     assert e["plugin"] == "Boom" and e["extension_point"] == point and e["profile"] == "prof"
     assert e["exc_type"] == "KeyError" and e["error"] == "KeyError: 'tier'"
     assert e["file"] == __file__ and e["line"] == BOOM_LINE and e["function"] == "explode"
-    tb = e["traceback"]
+    tb = e["exception"]
     assert tb.startswith("Traceback (most recent call last):")
     assert f'File "{__file__}", line {BOOM_LINE}, in explode' in tb
     assert 'return self.labels["tier"]' in tb and tb.endswith("KeyError: 'tier'")
