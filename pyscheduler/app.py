@@ -36,11 +36,18 @@ from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
+from pyscheduler.framework.runtime import (
+    DEFAULT_SLOW_PLUGIN_THRESHOLD,
+    Framework,
+    FrameworkHandle,
+    PluginObserver,
+    ProfilePlugins,
+)
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, Pod, identify
 from pyscheduler.framework.waiting_pods import WaitingPods
 from pyscheduler.metrics import SchedulerMetrics
+from pyscheduler.plugin_log import PluginProblemLog
 from pyscheduler.scheduler import Scheduler
 
 log = structlog.get_logger("pyscheduler.app")
@@ -355,7 +362,13 @@ def _plugin_args(profile: Any, name: str, extender_ignored: tuple[str, ...]) -> 
 
 
 def build_frameworks(
-    config: Any, registry: Mapping[str, PluginSpec], handle: FrameworkHandle, metrics: Any
+    config: Any,
+    registry: Mapping[str, PluginSpec],
+    handle: FrameworkHandle,
+    metrics: Any,
+    *,
+    observer: PluginObserver | None = None,
+    slow_plugin_threshold: float = DEFAULT_SLOW_PLUGIN_THRESHOLD,
 ) -> dict[str, Framework]:
     frameworks: dict[str, Framework] = {}
     extender_ignored = tuple(
@@ -379,6 +392,8 @@ def build_frameworks(
             ph,
             percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
             metrics=metrics,
+            observer=observer,
+            slow_plugin_threshold=slow_plugin_threshold,
         )
     return frameworks
 
@@ -393,6 +408,7 @@ def build_app(
     writer: Any = None,
     can_bind: Callable[[], bool] = lambda: True,
     extenders: list[Any] | None = None,
+    slow_plugin_threshold: float = DEFAULT_SLOW_PLUGIN_THRESHOLD,
 ) -> App:
     clock = clock or RealClock()
     metrics = SchedulerMetrics()
@@ -417,7 +433,10 @@ def build_app(
         clock=clock,
         extra={"recorder": recorder, "status_writer": status_writer, "metrics": metrics},
     )
-    frameworks = build_frameworks(config, registry, handle, metrics)
+    problems = PluginProblemLog(clock, slow_threshold=slow_plugin_threshold)
+    frameworks = build_frameworks(
+        config, registry, handle, metrics, observer=problems, slow_plugin_threshold=slow_plugin_threshold
+    )
     first = next(iter(frameworks.values()))
 
     def pre_enqueue(pod: Pod) -> Status | None:

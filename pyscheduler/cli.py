@@ -2,7 +2,10 @@
 
     pyscheduler run [--config FILE] [--kubeconfig FILE]   schedule pods (in a pod: in-cluster config)
     pyscheduler plugins                                    list registered plugins and their extension points
-    pyscheduler explain NS/POD [--config FILE]             why is this pod pending? (read-only cycle)
+    pyscheduler explain NS/POD [--config FILE]             why is this pod pending / on that node? (read-only)
+
+``run`` and ``explain`` find the KubeSchedulerConfiguration the same way: ``--config FILE``, else the
+file named by ``$PYSCHEDULER_CONFIG``, else the built-in default profile.
     pyscheduler dev-cluster up [--nodes N] [--with-controller-manager] | down | status
     pyscheduler demo [--nodes N]                           local cluster + scheduler + a demo workload
 
@@ -43,6 +46,43 @@ def _extension_points(registry: Any) -> Any:
     return eps
 
 
+CONFIG_ENV = "PYSCHEDULER_CONFIG"
+CONFIG_HELP = (
+    f"KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1); default: the file ${CONFIG_ENV} "
+    "names, else the built-in default profile"
+)
+
+
+def config_path(arg: str | None) -> tuple[str | None, str]:
+    """The configuration file ``run`` and ``explain`` use, and where it came from: ``--config``, else
+    ``$PYSCHEDULER_CONFIG`` (when set and not empty), else (None, "") for the built-in default."""
+    if arg:
+        return arg, "--config"
+    env = os.environ.get(CONFIG_ENV, "")
+    if env:
+        return env, f"${CONFIG_ENV}"
+    return None, ""
+
+
+def _duration(text: str) -> float:
+    """``100ms``, ``0.5s``, ``0``: seconds, for duration flags (Go's units, as kube's flags take)."""
+    t = text.strip()
+    try:
+        if t.endswith("ms"):
+            v = float(t[:-2]) / 1000
+        elif t.endswith("s"):
+            v = float(t[:-1])
+        elif float(t) == 0:
+            v = 0.0
+        else:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 100ms, 0.5s)") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration cannot be negative")
+    return v
+
+
 def load_config_or_exit(path: str | None, registry: Any) -> Any:
     from pyscheduler.config.load import load_config
     from pyscheduler.framework.plugin_args import ArgsError
@@ -65,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     log = structlog.get_logger("pyscheduler")
     registry = _registry()
-    config = load_config_or_exit(args.config, registry)
+    config = load_config_or_exit(config_path(args.config)[0], registry)
 
     from pyscheduler.client.api import Api
     from pyscheduler.client.connection import load_configuration
@@ -98,6 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         api,
         can_bind=can_bind,
         extenders=_extenders(config),
+        slow_plugin_threshold=args.slow_plugin_threshold,
     )
     server = None
     if args.port:
@@ -209,10 +250,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from pyscheduler.client.api import Api
     from pyscheduler.client.connection import load_configuration
-    from pyscheduler.explain import explain, read_cluster
+    from pyscheduler.explain import EXIT_PLUGIN_ERROR, explain, read_cluster
+    from pyscheduler.plugin_log import format_traceback
 
     registry = _registry()
-    config = load_config_or_exit(args.config, registry)
+    path, source = config_path(args.config)
+    config = load_config_or_exit(path, registry)
     if "/" in args.pod:
         namespace, name = args.pod.split("/", 1)
     else:
@@ -224,12 +267,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"pyscheduler explain: {e}", file=sys.stderr)
         return 1
     try:
-        ex = explain(pod, nodes, pods, objects, config, registry)
+        ex = explain(pod, nodes, pods, objects, config, registry, config_file=path, config_from=source)
     except ValueError as e:
         print(f"pyscheduler explain: {e}", file=sys.stderr)
         return 1
+    except Exception as e:  # a plugin's factory raised: its author needs the traceback, not silence
+        print(f"pyscheduler explain: building the profile: {type(e).__name__}: {e}", file=sys.stderr)
+        print(format_traceback(e), file=sys.stderr)
+        return EXIT_PLUGIN_ERROR
     print(ex.render(top=args.top))
-    return 0
+    return EXIT_PLUGIN_ERROR if ex.failed else 0
 
 
 # ----------------------------------------------------------------------------------------- dev cluster
@@ -259,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run the scheduler")
-    r.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
+    r.add_argument("--config", help=CONFIG_HELP)
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
     r.add_argument(
         "--in-cluster-dir",
@@ -281,14 +328,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="send Bindings, Events and status patches from a second process, so that HTTP does not "
         "share the scheduling thread's GIL (default: on; env PYSCHEDULER_HTTP_WORKER=0 turns it off)",
     )
+    r.add_argument(
+        "--slow-plugin-threshold",
+        type=_duration,
+        default=0.1,
+        metavar="DURATION",
+        help="log a warning (at most once a minute per plugin and extension point) when one plugin call "
+        "takes this long or longer (default 100ms; kube-scheduler has no such setting)",
+    )
     r.set_defaults(fn=cmd_run)
 
     ex = sub.add_parser(
-        "explain", help="why is this pod pending (or on that node)? a read-only scheduling cycle"
+        "explain",
+        help="why is this pod pending (or on that node)? a read-only scheduling cycle",
+        description="Runs the pod's scheduling cycle read-only, with the configuration the scheduler runs "
+        "with, and says which nodes reject it and why, how the others score, per plugin, and how long "
+        "each plugin took. A bound pod is replayed as if pending: where it would go now and how its "
+        "node ranks. A gated pod is reported with its gates.",
+        epilog=f"exit status: 0 answered; 1 the pod or cluster could not be read; 2 invalid configuration; "
+        f"3 a plugin raised (the traceback is printed). Without --config and ${CONFIG_ENV} the built-in "
+        "default profile is used, with a warning: plugins your configuration adds are then missing.",
     )
     ex.add_argument("pod", help="NAMESPACE/NAME (or NAME with -n)")
     ex.add_argument("-n", "--namespace", default="default")
-    ex.add_argument("--config", help="the KubeSchedulerConfiguration the scheduler runs with")
+    ex.add_argument(
+        "--config",
+        help=f"the configuration the scheduler runs with; {CONFIG_HELP[CONFIG_HELP.index('default') :]}",
+    )
     ex.add_argument("--kubeconfig")
     ex.add_argument("--top", type=int, default=5, help="how many best-scoring nodes to show")
     ex.set_defaults(fn=cmd_explain)

@@ -1,20 +1,29 @@
-"""``pyscheduler explain NS/POD``: why is my pod still pending (or why did it land where it did)?
+"""``pyscheduler explain NS/POD``: why is my pod still pending, or why is it on that node?
 
 Design
 ------
 Reads the cluster once (nodes, pods and the objects plugins consult) into the same cache, snapshot and
-object store the daemon uses, builds the pod's profile from the same configuration, and runs the pod's
-scheduling cycle read-only: PreFilter, then Filter on *every* node (no sampling), then PreScore and Score
-on the nodes that fit. Nothing is bound, reserved, patched or deleted; PostFilter (preemption) is not run,
-since it would evict pods.
+object store the daemon uses, builds the pod's profile from the same configuration (``--config``, else
+``$PYSCHEDULER_CONFIG``, as ``run`` finds it; the report says which file and profile it used, and warns
+when it fell back to the built-in default profile), and runs the pod's scheduling cycle read-only:
+PreEnqueue (a gated pod is reported as gated, with its gates and the plugin that holds it), PreFilter,
+then Filter on *every* node (no sampling), then PreScore and Score on the nodes that fit. Nothing is
+bound, reserved, patched or deleted; PostFilter (preemption) is not run, since it would evict pods.
+
+A bound pod is replayed as if it were pending: without its ``spec.nodeName`` and with itself removed
+from its node. The report then says where it would go now, the rank and per-plugin scores of the node
+it is on, and warns when that node would no longer accept it.
 
 The report names, per node, the first plugin that rejected the pod and its reason, groups nodes by
 reason, prints kube-scheduler's one-line summary, and for the nodes that fit shows the score each plugin
-gave, weighted, so a user can see which plugin decided.
+gave, weighted, so a user can see which plugin decided. Every plugin call is timed; the report lists the
+time per plugin and extension point. A plugin that raised is reported with its traceback and the
+command exits non-zero (``EXIT_PLUGIN_ERROR``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,9 +37,28 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import FitError, FrameworkHandle
-from pyscheduler.framework.status import Status
+from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import MalformedObject, Node, Pod
 from pyscheduler.framework.waiting_pods import WaitingPods
+from pyscheduler.plugin_log import format_traceback
+
+EXIT_PLUGIN_ERROR = 3
+"""``explain``'s exit code when a plugin raised during the cycle (or while being built)."""
+
+
+class _Timings:
+    """The framework observer of an explain run: every plugin call's time, and the exceptions."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[tuple[str, str], float] = defaultdict(float)
+        self.calls: dict[tuple[str, str], int] = defaultdict(int)
+
+    def plugin_error(self, profile: str, plugin: str, extension_point: str, error: BaseException) -> None:
+        pass  # the Error status carries the exception; the report shows it
+
+    def plugin_time(self, profile: str, plugin: str, extension_point: str, seconds: float) -> None:
+        self.seconds[(extension_point, plugin)] += seconds
+        self.calls[(extension_point, plugin)] += 1
 
 
 @dataclass
@@ -38,17 +66,52 @@ class Explanation:
     pod: Pod
     profile: str
     num_nodes: int
+    config_file: str | None = None
+    config_from: str = ""
+    bound_to: str = ""
+    gated: Status | None = None
     pre_filter: Status | None = None
+    errors: list[Status] = field(default_factory=list)
     rejected: dict[str, Status] = field(default_factory=dict)
     fits: list[str] = field(default_factory=list)
     scores: list[tuple[str, int, dict[str, int]]] = field(default_factory=list)
     summary: str = ""
+    timings: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """A plugin raised (or returned an Error): the daemon's cycle would fail, not just not fit."""
+        return bool(self.errors)
+
+    def ranked(self) -> list[tuple[str, int, dict[str, int]]]:
+        return sorted(self.scores, key=lambda s: (-s[1], s[0]))
 
     def render(self, top: int = 5) -> str:
         p = self.pod
         out = [f"pod {p.key} (profile {self.profile}, priority {p.priority})"]
-        if p.node_name:
-            out.append(f"  already bound to {p.node_name}; the cycle below is what would happen now")
+        if self.config_file:
+            out.append(f"  config: {self.config_file} (from {self.config_from or '--config'})")
+        else:
+            out.append(
+                "  warning: no --config and no $PYSCHEDULER_CONFIG: this is the built-in default "
+                "profile; plugins your scheduler's configuration adds or removes are not in this answer"
+            )
+        if self.bound_to:
+            out.append(
+                f"  bound to {self.bound_to}; replayed as if pending (no nodeName, itself removed from "
+                f"{self.bound_to}): where it would go now"
+            )
+        if self.gated is not None:
+            out.append(f"  gated by PreEnqueue plugin {self.gated.plugin or '?'}: {self.gated.message()}")
+            if p.scheduling_gates:
+                out.append(
+                    f"    scheduling gates: {', '.join(p.scheduling_gates)}; the pod is not scheduled until "
+                    "they are removed (the cycle below is what would happen then)"
+                )
+        for st in self.errors:
+            out.append(f"  ERROR: {st.message()}")
+            if st.error is not None and st.error.__traceback__ is not None:
+                out.extend("    " + line for line in format_traceback(st.error).splitlines())
         if self.pre_filter is not None:
             out.append(f"  PreFilter {self.pre_filter.plugin}: {self.pre_filter.message()}")
         by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -61,16 +124,57 @@ class Explanation:
                 out.append(f"    {len(nodes):>4} x {plugin}: {msg}   [{names}]")
         if self.fits:
             out.append(f"  {len(self.fits)} node(s) fit.")
-            if self.scores:
+            ranked = self.ranked()
+            if ranked:
                 out.append("  best scores (weighted, per plugin):")
-                for name, total, detail in sorted(self.scores, key=lambda s: -s[1])[:top]:
-                    parts = ", ".join(
-                        f"{k} {v}" for k, v in sorted(detail.items(), key=lambda kv: -kv[1]) if v
+                for name, total, detail in ranked[:top]:
+                    out.append(f"    {name:<30} {total:>5}  ({_parts(detail)})")
+                best = [s[0] for s in ranked if s[1] == ranked[0][1]]
+                if len(best) == 1:
+                    out.append(f"  it would go to {best[0]} now.")
+                else:  # kube-scheduler picks one of the tied nodes at random
+                    out.append(
+                        f"  it would go to one of {', '.join(best[:6])}{', ...' if len(best) > 6 else ''} (tied) now."
                     )
-                    out.append(f"    {name:<30} {total:>5}  ({parts})")
-        else:
+        elif not self.failed and (self.pre_filter is not None or self.rejected):
             out.append(f"  no node fits: {self.summary}")
+        if self.bound_to:
+            out.extend(self._where_it_is())
+        if self.timings:
+            out.append("  time per plugin (ms, this run; slowest first):")
+            per_plugin: dict[str, dict[str, float]] = defaultdict(dict)
+            for (point, plugin), secs in self.timings.items():
+                per_plugin[plugin][point] = secs
+            for plugin, points in sorted(per_plugin.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+                by_point = ", ".join(
+                    f"{pt} {v * 1000:.3f}" for pt, v in sorted(points.items(), key=lambda kv: -kv[1])
+                )
+                out.append(f"    {plugin:<32} {sum(points.values()) * 1000:>9.3f}  ({by_point})")
         return "\n".join(out)
+
+    def _where_it_is(self) -> list[str]:
+        node = self.bound_to
+        if node in self.rejected:
+            st = self.rejected[node]
+            return [f"  warning: {node} would no longer accept the pod: {st.plugin or '?'}: {st.message()}"]
+        if node not in self.fits:
+            if self.failed or self.pre_filter is not None:
+                return [f"  warning: the cycle ended before deciding about {node} (see above)"]
+            return [f"  warning: {node} is not in the cluster any more"]
+        ranked = self.ranked()
+        if not ranked:
+            return [f"  {node} still fits; no scores (see above)"]
+        mine = next(s for s in ranked if s[0] == node)
+        rank = 1 + sum(1 for s in ranked if s[1] > mine[1])
+        ties = sum(1 for s in ranked if s[1] == mine[1]) - 1
+        tie = f", tied with {ties} other node(s)" if ties else ""
+        return [
+            f"  {node} still fits: rank {rank} of {len(ranked)}{tie}, score {mine[1]} ({_parts(mine[2])})"
+        ]
+
+
+def _parts(detail: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(detail.items(), key=lambda kv: (-kv[1], kv[0])) if v)
 
 
 def explain(
@@ -80,10 +184,17 @@ def explain(
     objects: Mapping[str, list[dict[str, Any]]],
     config: Any,
     registry: Mapping[str, PluginSpec],
+    *,
+    config_file: str | None = None,
+    config_from: str = "",
 ) -> Explanation:
     """The read-only scheduling cycle of one pod over the given cluster state."""
     from pyscheduler.app import build_frameworks
 
+    bound_to = str((pod_json.get("spec") or {}).get("nodeName") or "")
+    if bound_to:  # replay as if pending: no nodeName (and, below, not counted on its node)
+        pod_json = copy.deepcopy(dict(pod_json))
+        pod_json["spec"].pop("nodeName", None)
     pod = Pod.from_dict(dict(pod_json))
     cache = Cache()
     for n in nodes_json:
@@ -112,7 +223,8 @@ def explain(
         nominator=None,
         clock=RealClock(),
     )
-    frameworks = build_frameworks(config, registry, handle, None)
+    timings = _Timings()
+    frameworks = build_frameworks(config, registry, handle, None, observer=timings, slow_plugin_threshold=0.0)
     fwk = frameworks.get(pod.scheduler_name)
     if fwk is None:
         raise ValueError(
@@ -120,35 +232,64 @@ def explain(
             f"configuration (profiles: {', '.join(sorted(frameworks))})"
         )
     nodes = list(snapshot.list())
-    ex = Explanation(pod=pod, profile=fwk.profile_name, num_nodes=len(nodes))
+    ex = Explanation(
+        pod=pod,
+        profile=fwk.profile_name,
+        num_nodes=len(nodes),
+        config_file=config_file,
+        config_from=config_from,
+        bound_to=bound_to,
+        timings=timings.seconds,
+    )
+    gate = fwk.run_pre_enqueue_plugins(pod)
+    if gate is not None and not gate.is_success():
+        if gate.code == Code.ERROR:
+            ex.errors.append(gate)
+        else:
+            ex.gated = gate
     state = CycleState()
     pre_res, st, _ = fwk.run_pre_filter_plugins(state, pod, nodes)
     diagnosis = Diagnosis()
     if st is not None and not st.is_success():
+        if st.code == Code.ERROR:
+            ex.errors.append(st)
+            return ex
         ex.pre_filter = st
         diagnosis.pre_filter_msg = st.message()
         ex.summary = FitError(pod, len(nodes), diagnosis).message()
         return ex
     allowed = None if pre_res is None or pre_res.all_nodes() else pre_res.node_names
-    feasible = []
+    candidates = []
     for ni in nodes:
         if allowed is not None and ni.name not in allowed:
-            s: Status | None = Status.unresolvable(
+            ex.rejected[ni.name] = Status.unresolvable(
                 "node(s) didn't satisfy PreFilter's node list", plugin="PreFilter"
             )
         else:
-            s = fwk.run_filter_plugins(state, pod, ni)
+            candidates.append(ni)
+    statuses, _ = fwk.run_filter_plugins_counted(state, pod, candidates)
+    feasible = []
+    for ni, s in zip(candidates, statuses, strict=True):
         if s is None or s.is_success():
             feasible.append(ni)
+        elif s.code == Code.ERROR:
+            if not any(e is s for e in ex.errors):
+                ex.errors.append(s)
         else:
             ex.rejected[ni.name] = s
+    if ex.failed:
+        return ex
     ex.fits = [n.name for n in feasible]
     diagnosis.node_to_status = dict(ex.rejected)
     ex.summary = FitError(pod, len(nodes), diagnosis).message()
     if feasible:
         pst = fwk.run_pre_score_plugins(state, pod, feasible)
-        if pst is None or pst.is_success():
-            scored, _ = fwk.run_score_plugins(state, pod, feasible)
+        if pst is not None and not pst.is_success():
+            ex.errors.append(pst)
+        else:
+            scored, sst = fwk.run_score_plugins(state, pod, feasible)
+            if sst is not None and not sst.is_success():
+                ex.errors.append(sst)
             ex.scores = scored
     return ex
 

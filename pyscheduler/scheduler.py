@@ -624,7 +624,9 @@ class Scheduler:
             self.status_writer.nominated_node(pod, nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)
-        log.info(
+        # an Error (a plugin raised, an API call failed) is kube's "Error scheduling pod; retrying", at
+        # error level; the plugin's traceback is logged once a minute by the framework's observer
+        (log.error if is_error else log.info)(
             "unschedulable" if not is_error else "scheduling error",
             pod=pod.key,
             profile=fwk.profile_name,

@@ -19,10 +19,19 @@ that plugins rely on, as kube-scheduler's ``frameworkImpl`` does:
 
 It does no I/O itself; plugins that write go through the handle's client. Timing of each extension
 point goes to an optional ``metrics`` observer.
+
+A plugin that raises, or one call of a plugin that takes ``slow_plugin_threshold`` seconds or more, is
+handed to an optional ``observer`` (``PluginObserver``): the scheduler's logs the traceback and the slow
+call, rate-limited (``pyscheduler.plugin_log``); ``explain`` records every call's time. The per-plugin
+times come from the same clock reads as the extension point's: one ``perf_counter`` per plugin call,
+chained, at the points that run once per cycle (PreFilter, batch Filter, PostFilter, PreScore, Score with
+its NormalizeScore, Reserve, Permit, PreBind, Bind). Filter run node by node (preemption's what-if,
+nominated pods) is not timed per plugin: that is the hot loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +89,20 @@ class MetricsObserver(Protocol):
     def extension_point(self, extension_point: str, status: Code, profile: str, seconds: float) -> None: ...
 
     def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None: ...
+
+
+class PluginObserver(Protocol):
+    """What the framework reports about plugin calls (see the module docstring)."""
+
+    def plugin_error(self, profile: str, plugin: str, extension_point: str, error: BaseException) -> None: ...
+
+    def plugin_time(self, profile: str, plugin: str, extension_point: str, seconds: float) -> None:
+        """One plugin call that took ``slow_plugin_threshold`` seconds or more."""
+        ...
+
+
+DEFAULT_SLOW_PLUGIN_THRESHOLD = 0.1
+"""Seconds; kube-scheduler has no equivalent setting (``pyscheduler run --slow-plugin-threshold``)."""
 
 
 class Nominator(Protocol):
@@ -226,8 +249,15 @@ def _is_int64(v: object) -> bool:
     return isinstance(v, int) and -_INT64_MAX - 1 <= v <= _INT64_MAX
 
 
+def error_text(e: BaseException) -> str:
+    """``KeyError: 'tier'``: the exception's type, then its message when it has one."""
+    msg = str(e)
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
 def _err(plugin: str, point: str, e: BaseException) -> Status:
-    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {e}',), plugin, e)
+    # kube-scheduler's prefix (``running Score plugin "X": ``), then the exception's type and message
+    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {error_text(e)}',), plugin, e)
 
 
 class Framework:
@@ -240,6 +270,8 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int | None = None,
         metrics: MetricsObserver | None = None,
+        observer: PluginObserver | None = None,
+        slow_plugin_threshold: float = DEFAULT_SLOW_PLUGIN_THRESHOLD,
     ) -> None:
         self.profile_name = profile_name
         self.plugins = dict(plugins)
@@ -251,6 +283,8 @@ class Framework:
             self.handle = handle.for_profile(self)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.metrics = metrics
+        self.observer = observer
+        self.slow_plugin_threshold = slow_plugin_threshold
 
         def at(point: str) -> list[Any]:
             out = []
@@ -283,11 +317,30 @@ class Framework:
         ]
 
     # ---------------------------------------------------------------------------------- metrics
-    def _observe(self, point: str, status: Status | None, start: float) -> None:
+    def _observe(self, point: str, status: Status | None, start: float, end: float | None = None) -> None:
         if self.metrics is not None:
             self.metrics.extension_point(
-                point, status.code if status else Code.SUCCESS, self.profile_name, time.perf_counter() - start
+                point,
+                status.code if status else Code.SUCCESS,
+                self.profile_name,
+                (time.perf_counter() if end is None else end) - start,
             )
+
+    def _took(self, plugin: str, point: str, since: float) -> float:
+        """Now (``perf_counter``); a call of ``plugin`` that began at ``since`` and took the threshold or
+        more goes to the observer. The return value is the next call's ``since`` and, after the last, the
+        extension point's end."""
+        now = time.perf_counter()
+        if now - since >= self.slow_plugin_threshold and self.observer is not None:
+            self.observer.plugin_time(self.profile_name, plugin, point, now - since)
+        return now
+
+    def _error(self, plugin: str, point: str, e: BaseException) -> Status:
+        """The Error status of a plugin that raised; the exception goes to the observer."""
+        if self.observer is not None:
+            with contextlib.suppress(Exception):  # reporting must never take the scheduling loop down
+                self.observer.plugin_error(self.profile_name, plugin, point, e)
+        return _err(plugin, point, e)
 
     # ---------------------------------------------------------------------------------- queue
     def less(self, a: QueuedPodInfoView, b: QueuedPodInfoView) -> bool:
@@ -304,7 +357,7 @@ class Framework:
             try:
                 s = p.pre_enqueue(pod)
             except Exception as e:
-                return _err(p.name, "PreEnqueue", e)
+                return self._error(p.name, "PreEnqueue", e)
             if s is not None and not s.is_success():
                 return s.with_plugin(p.name)
         return None
@@ -317,7 +370,8 @@ class Framework:
             if isinstance(p, EnqueueExtensions):
                 try:
                     out[name] = list(p.events_to_register())
-                except Exception:  # a plugin bug must not stop the scheduler
+                except Exception as e:  # a plugin bug must not stop the scheduler
+                    self._error(name, "EventsToRegister", e)
                     out[name] = [ClusterEventWithHint(WILDCARD_EVENT)]
             else:
                 out[name] = [ClusterEventWithHint(WILDCARD_EVENT)]
@@ -328,7 +382,7 @@ class Framework:
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         """Returns (merged result, status, plugins that rejected or narrowed the node set)."""
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         result: PreFilterResult | None = None
         narrowed: set[str] = set()
         rejected: set[str] = set()
@@ -337,8 +391,10 @@ class Framework:
             try:
                 r, s = p.pre_filter(state, pod, nodes)
             except Exception as e:
-                status = _err(p.name, "PreFilter", e)
+                t = self._took(p.name, "PreFilter", t)
+                status = self._error(p.name, "PreFilter", e)
                 break
+            t = self._took(p.name, "PreFilter", t)
             if s is not None and s.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 continue
@@ -359,7 +415,7 @@ class Framework:
                     )
                     rejected |= narrowed
                     break
-        self._observe("PreFilter", status, start)
+        self._observe("PreFilter", status, start, t)
         return result, status, rejected | narrowed
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -370,7 +426,7 @@ class Framework:
             try:
                 s = p.filter(state, pod, node_info)
             except Exception as e:
-                return _err(p.name, "Filter", e)
+                return self._error(p.name, "Filter", e)
             if s is not None and s.code != Code.SUCCESS:
                 return s if s.plugin == p.name else s.with_plugin(p.name)
         return None
@@ -393,6 +449,7 @@ class Framework:
         live = list(range(len(nodes)))
         sub: Sequence[NodeInfo] = nodes
         skip = state.skip_filter_plugins
+        t = time.perf_counter()
         for p, batch in self._filter_batch:
             if skip and p.name in skip:
                 continue
@@ -406,10 +463,12 @@ class Framework:
                     f = p.filter
                     results = [f(state, pod, ni) for ni in sub]
             except Exception as e:
-                err = _err(name, "Filter", e)
+                t = self._took(name, "Filter", t)
+                err = self._error(name, "Filter", e)
                 for i in live:
                     out[i] = err
                 return out, 0
+            t = self._took(name, "Filter", t)
             if len(results) != len(live):
                 err = Status.as_error(
                     f"filter_nodes returned {len(results)} statuses for {len(live)} nodes", name
@@ -486,7 +545,7 @@ class Framework:
             try:
                 s = fn(state, pod_to_schedule, other, node_info)
             except Exception as e:
-                return _err(p.name, point, e)
+                return self._error(p.name, point, e)
             if s is not None and not s.is_success():
                 return s.with_plugin(p.name)
         return None
@@ -494,7 +553,7 @@ class Framework:
     def run_post_filter_plugins(
         self, state: CycleState, pod: Pod, filtered: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         reasons: list[str] = []
         result: PostFilterResult | None = None
         final: Status | None = None
@@ -502,8 +561,10 @@ class Framework:
             try:
                 r, s = p.post_filter(state, pod, filtered)
             except Exception as e:
-                final = _err(p.name, "PostFilter", e)
+                t = self._took(p.name, "PostFilter", t)
+                final = self._error(p.name, "PostFilter", e)
                 break
+            t = self._took(p.name, "PostFilter", t)
             if s is None or s.is_success():
                 final = Status.success()
                 result = r
@@ -517,26 +578,28 @@ class Framework:
                 result = r
         if final is None:
             final = Status.unschedulable(*reasons)
-        self._observe("PostFilter", final, start)
+        self._observe("PostFilter", final, start, t)
         return result, final
 
     # ---------------------------------------------------------------------------------- scoring
     def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         status: Status | None = None
         for p in self.pre_score_plugins:
             try:
                 s = p.pre_score(state, pod, nodes)
             except Exception as e:
-                status = _err(p.name, "PreScore", e)
+                t = self._took(p.name, "PreScore", t)
+                status = self._error(p.name, "PreScore", e)
                 break
+            t = self._took(p.name, "PreScore", t)
             if s is not None and s.is_skip():
                 state.skip_score_plugins.add(p.name)
                 continue
             if s is not None and not s.is_success():
                 status = s.with_plugin(p.name)
                 break
-        self._observe("PreScore", status, start)
+        self._observe("PreScore", status, start, t)
         return status
 
     def run_score_plugins(
@@ -572,7 +635,7 @@ class Framework:
     def _score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[dict[str, Scores], Status | None]:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         per_plugin: dict[str, Scores] = {}
         skip = state.skip_score_plugins
         for p in self.score_plugins:
@@ -581,14 +644,17 @@ class Framework:
             try:
                 scores = self._score_one(p, state, pod, nodes)
             except _ScoreFailure as f:
-                self._observe("Score", f.status, start)
+                t = self._took(p.name, "Score", t)
+                self._observe("Score", f.status, start, t)
                 return {}, f.status
             except Exception as e:
-                st = _err(p.name, "Score", e)
-                self._observe("Score", st, start)
+                t = self._took(p.name, "Score", t)
+                st = self._error(p.name, "Score", e)
+                self._observe("Score", st, start, t)
                 return {}, st
+            t = self._took(p.name, "Score", t)
             per_plugin[p.name] = scores
-        self._observe("Score", None, start)
+        self._observe("Score", None, start, t)
         return per_plugin, None
 
     def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Scores:
@@ -659,37 +725,41 @@ class Framework:
 
     # ---------------------------------------------------------------------------------- reserve/permit
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         status: Status | None = None
         for p in self.reserve_plugins:
             try:
                 s = p.reserve(state, pod, node_name)
             except Exception as e:
-                status = _err(p.name, "Reserve", e)
+                t = self._took(p.name, "Reserve", t)
+                status = self._error(p.name, "Reserve", e)
                 break
+            t = self._took(p.name, "Reserve", t)
             if s is not None and not s.is_success():
                 status = s.with_plugin(p.name)
                 break
-        self._observe("Reserve", status, start)
+        self._observe("Reserve", status, start, t)
         return status
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for p in reversed(self.reserve_plugins):
             try:
                 p.unreserve(state, pod, node_name)
-            except Exception:
-                continue
+            except Exception as e:
+                self._error(p.name, "Unreserve", e)
 
     def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         timeouts: dict[str, float] = {}
         status: Status | None = None
         for p in self.permit_plugins:
             try:
                 s, timeout = p.permit(state, pod, node_name)
             except Exception as e:
-                status = _err(p.name, "Permit", e)
+                t = self._took(p.name, "Permit", t)
+                status = self._error(p.name, "Permit", e)
                 break
+            t = self._took(p.name, "Permit", t)
             if s is None or s.is_success():
                 continue
             if s.is_wait():
@@ -704,7 +774,7 @@ class Framework:
         if status is None and timeouts:
             self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock))
             status = Status.wait(f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
-        self._observe("Permit", status, start)
+        self._observe("Permit", status, start, t)
         return status
 
     def wait_on_permit(self, pod: Pod) -> Status | None:
@@ -719,7 +789,7 @@ class Framework:
 
     # ---------------------------------------------------------------------------------- binding
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         status: Status | None = None
         for p in self.pre_bind_plugins:
             if p.name in state.skip_pre_bind_plugins:
@@ -727,38 +797,42 @@ class Framework:
             try:
                 s = p.pre_bind(state, pod, node_name)
             except Exception as e:
-                status = _err(p.name, "PreBind", e)
+                t = self._took(p.name, "PreBind", t)
+                status = self._error(p.name, "PreBind", e)
                 break
+            t = self._took(p.name, "PreBind", t)
             if s is not None and not s.is_success() and not s.is_skip():
                 status = s.with_plugin(p.name)
                 break
-        self._observe("PreBind", status, start)
+        self._observe("PreBind", status, start, t)
         return status
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        start = time.perf_counter()
+        start = t = time.perf_counter()
         status: Status | None = Status.skip()
         for p in self.bind_plugins:
             try:
                 s = p.bind(state, pod, node_name)
             except Exception as e:
-                status = _err(p.name, "Bind", e)
+                t = self._took(p.name, "Bind", t)
+                status = self._error(p.name, "Bind", e)
                 break
+            t = self._took(p.name, "Bind", t)
             if s is not None and s.is_skip():
                 continue
             status = None if s is None or s.is_success() else s.with_plugin(p.name)
             break
         if status is not None and status.is_skip():
             status = Status.as_error("no bind plugin bound the pod")
-        self._observe("Bind", status, start)
+        self._observe("Bind", status, start, t)
         return status
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for p in self.post_bind_plugins:
             try:
                 p.post_bind(state, pod, node_name)
-            except Exception:
-                continue
+            except Exception as e:
+                self._error(p.name, "PostBind", e)
 
     # ---------------------------------------------------------------------------------- misc
     def has_filter_plugins(self) -> bool:

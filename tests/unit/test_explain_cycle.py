@@ -1,0 +1,165 @@
+"""``pyscheduler explain`` in-process (the cluster tests in tests/integration/test_explain.py drive the
+command itself): which config it says it used, a raising plugin at PreFilter, Filter or Score reported with
+its traceback, a gated pod named as gated, a bound pod replayed without its nodeName and its own usage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from pyscheduler.cli import _duration, build_parser, config_path
+from pyscheduler.config.load import API_VERSION, KIND, parse_config
+from pyscheduler.explain import Explanation, explain
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.plugins.registry import full_registry, plugin_extension_points
+from pyscheduler.testing.builders import make_node, make_pod
+
+
+class Tier:
+    """Score = the node's ``tier`` label; ``fail_at`` makes one extension point raise instead."""
+
+    name = "Tier"
+    fail_at = ""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[None, None]:
+        if self.fail_at == "PreFilter":
+            raise RuntimeError("pre-filter broke")
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if self.fail_at == "Filter":
+            raise ValueError("filter broke")
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, None]:
+        assert node_info.node is not None
+        return int(node_info.node.labels["tier"]), None
+
+    def score_extensions(self) -> None:
+        return None
+
+
+BUILT_IN = full_registry()
+
+
+def registry(fail_at: str = "") -> dict[str, PluginSpec]:
+    # a class, not a closure: the registry reads a plugin's extension points from its methods
+    return {**BUILT_IN, "Tier": PluginSpec("Tier", type("Tier", (Tier,), {"fail_at": fail_at}))}
+
+
+REGISTRY = registry()
+
+
+def eps(name: str) -> set[str]:
+    return plugin_extension_points(REGISTRY[name]) if name in REGISTRY else set()
+
+
+def cfg(with_tier: bool = True) -> Any:
+    data: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    if with_tier:
+        data["profiles"] = [
+            {
+                "schedulerName": "py-scheduler",
+                "plugins": {"multiPoint": {"enabled": [{"name": "Tier", "weight": 10}]}},
+            }
+        ]
+    return parse_config(data, REGISTRY, eps)
+
+
+NODES = [
+    make_node("a").capacity(cpu="4", pods=110).label("tier", "1").json(),
+    make_node("b").capacity(cpu="4", pods=110).label("tier", "9").json(),
+]
+
+
+def run(
+    pod: dict[str, Any], pods: Sequence[dict[str, Any]] = (), fail_at: str = "", **kw: Any
+) -> Explanation:
+    return explain(pod, NODES, list(pods), {}, cfg(), registry(fail_at), **kw)
+
+
+def pod(name: str) -> Any:
+    return make_pod(name).scheduler("py-scheduler")
+
+
+def test_a_pending_pod_gets_scores_the_best_node_and_times_per_plugin() -> None:
+    ex = run(pod("p").uid("p").req(cpu="1").json(), config_file="/etc/s.yaml", config_from="--config")
+    text = ex.render()
+    assert not ex.failed and ex.fits == ["a", "b"]
+    assert "config: /etc/s.yaml (from --config)" in text
+    assert "it would go to b now." in text
+    assert "Tier 90" in text
+    assert any(plugin == "Tier" and point == "Score" for point, plugin in ex.timings)
+
+
+def test_the_default_profile_is_said_out_loud() -> None:
+    ex = explain(pod("p").json(), NODES, [], {}, cfg(with_tier=False), REGISTRY)
+    assert "warning: no --config and no $PYSCHEDULER_CONFIG" in ex.render()
+
+
+@pytest.mark.parametrize(
+    ("point", "message", "raised_in"),
+    [
+        ("PreFilter", 'running PreFilter plugin "Tier": RuntimeError: pre-filter broke', "in pre_filter"),
+        ("Filter", 'running Filter plugin "Tier": ValueError: filter broke', "in filter"),
+    ],
+)
+def test_a_raising_plugin_is_reported_with_its_traceback(point: str, message: str, raised_in: str) -> None:
+    ex = run(pod("p").json(), fail_at=point)
+    assert ex.failed and [e.message() for e in ex.errors] == [message]
+    text = ex.render()
+    assert f"ERROR: {message}" in text
+    assert f'{__file__}", line' in text and raised_in in text
+    assert "node(s) fit" not in text and "no node fits" not in text
+
+
+def test_a_score_error_is_reported_not_swallowed() -> None:
+    nodes = [make_node("c").capacity(cpu="4", pods=110).json()]  # no tier label
+    ex = explain(pod("p").json(), nodes, [], {}, cfg(), REGISTRY)
+    assert ex.failed
+    assert "ERROR: running Score plugin \"Tier\": KeyError: 'tier'" in ex.render()
+
+
+def test_a_gated_pod_is_reported_with_its_gates() -> None:
+    ex = run(pod("p").gate("example.com/a").json())
+    assert ex.gated is not None and ex.gated.plugin == "SchedulingGates"
+    assert "scheduling gates: example.com/a;" in ex.render()
+
+
+def test_a_bound_pod_is_replayed_without_its_node_name_and_its_own_usage() -> None:
+    web = pod("web").uid("web").req(cpu="3").node("b").json()
+    ex = run(web, pods=[web])
+    assert ex.bound_to == "b" and ex.fits == ["a", "b"]  # its 3 CPUs are not counted against b
+    assert "b still fits: rank 1 of 2" in ex.render()
+    other = pod("other").uid("other").req(cpu="2").node("b").json()
+    ex = run(web, pods=[web, other])
+    assert "warning: b would no longer accept the pod: NodeResourcesFit: Insufficient cpu" in ex.render()
+    assert "it would go to a now." in ex.render()
+
+
+def test_config_is_found_as_run_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSCHEDULER_CONFIG", raising=False)
+    assert config_path(None) == (None, "")
+    assert config_path("x.yaml") == ("x.yaml", "--config")
+    monkeypatch.setenv("PYSCHEDULER_CONFIG", "/etc/env.yaml")
+    assert config_path(None) == ("/etc/env.yaml", "$PYSCHEDULER_CONFIG")
+    assert config_path("x.yaml") == ("x.yaml", "--config")  # the flag wins
+
+
+def test_slow_plugin_threshold_flag() -> None:
+    assert _duration("100ms") == pytest.approx(0.1) and _duration("2s") == 2.0 and _duration("0") == 0.0
+    args = build_parser().parse_args(["run"])
+    assert args.slow_plugin_threshold == pytest.approx(0.1)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--slow-plugin-threshold", "100"])  # no unit: ambiguous
