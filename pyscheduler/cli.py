@@ -283,7 +283,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_dev_cluster(args: argparse.Namespace) -> int:
-    from pyscheduler.testing import devcluster
+    from pyscheduler.dev import devcluster
 
     if args.action == "up":
         return devcluster.up(args.dir, nodes=args.nodes, with_controller_manager=args.with_controller_manager)
@@ -293,7 +293,7 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from pyscheduler.testing import demo
+    from pyscheduler.dev import demo
 
     return demo.main(nodes=args.nodes, once=args.once, config=args.config)
 

@@ -17,7 +17,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     score_list                            here                                 score_nodes' result with a list of ints
 
 Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
-an unknown attribute raises AttributeError so that ``from pyscheduler.testing import devcluster`` still
+an unknown attribute raises AttributeError so that ``from pyscheduler.testing import cluster`` still
 falls through to the submodule import.
 """
 

@@ -1,6 +1,6 @@
 """``pyscheduler dev-cluster up|down|status``: a local control plane that outlives the command.
 
-``up`` starts a detached supervisor process (``python -m pyscheduler.testing.devcluster serve``) that
+``up`` starts a detached supervisor process (``python -m pyscheduler.dev.devcluster serve``) that
 runs a ``LocalCluster`` in a state directory, creates the requested fake nodes and writes ``ready``;
 ``up`` returns once that file appears and prints ``export KUBECONFIG=...`` last. ``down`` sends the
 supervisor SIGTERM; it stops every control-plane process (they also die with it if it is killed).
@@ -45,7 +45,7 @@ def up(d: str, nodes: int = 3, with_controller_manager: bool = False, timeout: f
     argv = [
         sys.executable,
         "-m",
-        "pyscheduler.testing.devcluster",
+        "pyscheduler.dev.devcluster",
         "serve",
         str(root),
         str(nodes),
@@ -146,4 +146,4 @@ def serve(root: str, nodes: int, with_cm: bool) -> int:
 if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "serve":
         raise SystemExit(serve(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"))
-    raise SystemExit("usage: python -m pyscheduler.testing.devcluster serve DIR NODES WITH_CM")
+    raise SystemExit("usage: python -m pyscheduler.dev.devcluster serve DIR NODES WITH_CM")
