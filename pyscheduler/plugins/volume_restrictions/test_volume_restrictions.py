@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, QueueingHint, Resource
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
@@ -18,34 +19,10 @@ from pyscheduler.plugins.volume_restrictions import (
     is_schedulable_after_pod_deleted,
     is_schedulable_after_pvc_added,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
 
 Obj = dict[str, Any]
-
-
-class FakeObjects:
-    def __init__(self, *objs: Obj) -> None:
-        self.store = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
-
-    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self.store.get((kind, namespace, name))
-
-    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
-        return [o for (k, ns, _), o in self.store.items() if k == kind and namespace in (None, ns)]
-
-
-class FakeSnapshot:
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
-        self.nodes = list(nodes)
-
-    def list(self) -> list[NodeInfo]:
-        return self.nodes
-
-
-class FakeHandle:
-    def __init__(self, objects: FakeObjects, nodes: Sequence[NodeInfo] = ()) -> None:
-        self.objects = objects
-        self.snapshot = FakeSnapshot(nodes)
 
 
 def pvc(name: str, *modes: str, ns: str = "default") -> Obj:
@@ -57,7 +34,11 @@ def pvc(name: str, *modes: str, ns: str = "default") -> Obj:
 
 
 def plugin(*objs: Obj, nodes: Sequence[NodeInfo] = ()) -> VolumeRestrictions:
-    return VolumeRestrictions(FakeHandle(FakeObjects(*objs), nodes))  # type: ignore[arg-type]
+    snapshot = Snapshot.from_nodes(
+        [ni.node for ni in nodes if ni.node is not None],
+        [pi.pod.with_node_name(pi.pod.node_name or ni.name) for ni in nodes for pi in ni.pods],
+    )
+    return VolumeRestrictions(make_handle(snapshot, objects=objs))
 
 
 def code(s: Status | None) -> Code:

@@ -21,25 +21,10 @@ from pyscheduler.plugins.volume_zone import (
     is_schedulable_after_pvc_change,
     is_schedulable_after_storage_class_added,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
 
 Obj = dict[str, Any]
-
-
-class FakeObjects:
-    def __init__(self, *objs: Obj) -> None:
-        self.store = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
-
-    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self.store.get((kind, namespace, name))
-
-    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
-        return [o for (k, ns, _), o in self.store.items() if k == kind and namespace in (None, ns)]
-
-
-class FakeHandle:
-    def __init__(self, objects: FakeObjects) -> None:
-        self.objects = objects
 
 
 def pvc(name: str, volume: str = "", cls: str | None = None, ns: str = "default") -> Obj:
@@ -74,7 +59,7 @@ def pod_with(*claims: str) -> Pod:
 
 
 def plugin(*objs: Obj) -> VolumeZone:
-    return VolumeZone(FakeHandle(FakeObjects(*objs)))  # type: ignore[arg-type]
+    return VolumeZone(make_handle(objects=objs))
 
 
 def code(s: Status | None) -> Code:
