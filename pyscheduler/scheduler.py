@@ -19,7 +19,6 @@ submitted to ``recorder``/``writer`` callables, so tests can run it with fakes.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import itertools
 import operator
@@ -34,6 +33,9 @@ from typing import Any, Protocol
 import numpy as np
 import structlog
 
+from pyscheduler.backend.cache import Cache
+from pyscheduler.backend.queue import QueuedPodInfo, SchedulingQueue
+from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
@@ -125,9 +127,9 @@ class Scheduler:
         self,
         *,
         profiles: Mapping[str, Framework],
-        queue: Any,
-        cache: Any,
-        snapshot: Any,
+        queue: SchedulingQueue,
+        cache: Cache,
+        snapshot: Snapshot,
         clock: Clock,
         recorder: Recorder,
         status_writer: StatusWriter,
@@ -500,7 +502,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------------ binding
     def _binding_cycle(
-        self, fwk: Framework, state: CycleState, qpi: Any, assumed: Pod, result: ScheduleResult, start: float
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, result: ScheduleResult, start: float
     ) -> None:
         try:
             s = fwk.wait_on_permit(assumed)
@@ -516,8 +518,7 @@ class Scheduler:
                 self._forget(assumed)
                 self.handle_failure(fwk, qpi, s, None, start)
                 return
-            with contextlib.suppress(Exception):
-                self.cache.finish_binding(assumed)
+            self.cache.finish_binding(assumed)
             self.recorder.event(
                 assumed,
                 "Normal",
@@ -543,9 +544,11 @@ class Scheduler:
             fwk.run_post_bind_plugins(state, assumed, result.node)
         except Exception as e:
             log.exception("binding cycle error", pod=assumed.key)
-            with contextlib.suppress(Exception):
+            try:
                 fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
-                self._forget(assumed)
+            except Exception:  # Unreserve plugins' own errors are reported by the framework; this is ours
+                log.exception("unreserve after a binding cycle error failed", pod=assumed.key)
+            self._forget(assumed)
             self.handle_failure(fwk, qpi, Status.as_error(e), None, start)
         finally:
             self.queue.done(assumed.uid)
@@ -565,11 +568,10 @@ class Scheduler:
         return fwk.run_bind_plugins(state, pod, node)
 
     def _forget(self, assumed: Pod) -> None:
-        with contextlib.suppress(Exception):
-            self.cache.forget_pod(assumed)
+        self.cache.forget_pod(assumed)  # False (nothing to forget) is logged by the cache
 
     # ------------------------------------------------------------------------------------ failures
-    def _on_fit_error(self, fwk: Framework, state: CycleState, qpi: Any, fe: FitError, start: float) -> None:
+    def _on_fit_error(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, start: float) -> None:
         nominated = None
         pod = qpi.pod
         if fwk.has_post_filter_plugins() and fe.num_all_nodes > 0:
@@ -585,8 +587,7 @@ class Scheduler:
             if result is not None and result.nominated_node_name:
                 nominated = result.nominated_node_name
             elif result is not None and result.mode == "clear" and pod.nominated_node_name:
-                with contextlib.suppress(Exception):
-                    self.queue.delete_nominated_pod_if_exists(pod)
+                self.queue.delete_nominated_pod_if_exists(pod)
                 self.status_writer.nominated_node(pod, "")
         qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
@@ -596,7 +597,7 @@ class Scheduler:
     def handle_failure(
         self,
         fwk: Framework,
-        qpi: Any,
+        qpi: QueuedPodInfo,
         status: Status,
         nominated: str | None,
         start: float,
@@ -617,10 +618,9 @@ class Scheduler:
         except Exception:
             log.exception("requeue failed", pod=pod.key)
         if nominated:
-            with contextlib.suppress(Exception):
-                self.queue.add_nominated_pod(
-                    PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated
-                )
+            self.queue.add_nominated_pod(
+                PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated
+            )
             self.status_writer.nominated_node(pod, nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)

@@ -278,6 +278,41 @@ class ClusterObjects(Protocol):
     def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
 
 
+class ApiWriter(Protocol):
+    """What a plugin may call on ``Handle.client``: the writes kube's in-tree plugins make. The daemon
+    passes its ``pyscheduler.client.api.Api``; a unit test passes a fake, or None for a plugin that
+    writes nothing."""
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        """POST the pod's Binding; None on success, else an error Status (409/404 are final)."""
+        ...
+
+    def patch(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        patch_type: str = "merge",
+        field_manager: str | None = None,
+    ) -> Mapping[str, Any]: ...
+
+    def patch_pod_status(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        condition: Mapping[str, Any] | None = None,
+        nominated_node_name: str | None = None,
+    ) -> Mapping[str, Any] | None: ...
+
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str | None = None, grace_period_seconds: int | None = None
+    ) -> bool: ...
+
+
 class Handle(Protocol):
     """What the framework gives a plugin factory."""
 
@@ -288,8 +323,9 @@ class Handle(Protocol):
     def objects(self) -> ClusterObjects: ...
 
     @property
-    def client(self) -> Any:
-        """The API boundary (``pyscheduler.client.api.Api``); only for the rare plugin that writes."""
+    def client(self) -> ApiWriter | None:
+        """The API boundary (the daemon's ``Api``); only for the rare plugin that writes. None when
+        the handle has no client (a unit test of a plugin that writes nothing)."""
         ...
 
     def iterate_waiting_pods(self) -> Iterable[WaitingPod]: ...

@@ -560,6 +560,8 @@ class VolumeBinding:
         if pod_volumes is None:
             return Status.as_error(f'no pod volumes found for node "{node_name}"', plugin=NAME)
         client = self._handle.client
+        if client is None:
+            return Status.as_error("no API client to write the volume bindings with", plugin=NAME)
         bindings = pod_volumes.static_bindings
         provisions = pod_volumes.dynamic_provisions
         done_bindings = done_provisions = 0
