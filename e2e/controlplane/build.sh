@@ -33,14 +33,34 @@ ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 export CGO_ENABLED=0
 start=$SECONDS
 echo "control plane: building k8s $k8s_version, kwok $kwok_version, etcd $etcd_version into $out (a cold build takes a while)" >&2
+t=$SECONDS
+echo "control plane: downloading the pinned modules..." >&2
 go mod download
-go build -ldflags "$ldflags" -o "$out.tmp/" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-scheduler \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kubectl \
-  sigs.k8s.io/kwok/cmd/kwok \
+echo "control plane:   modules in $((SECONDS - t))s" >&2
+# One binary at a time, each timed, so a cold build shows where it is (the first compiles the shared
+# Kubernetes packages into Go's build cache; the later ones reuse them, so the total is about the same).
+pkgs=(
+  k8s.io/kubernetes/cmd/kube-apiserver
+  k8s.io/kubernetes/cmd/kube-scheduler
+  k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kubectl
+  sigs.k8s.io/kwok/cmd/kwok
   ./cmd/etcd
+)
+for i in "${!pkgs[@]}"; do
+  pkg=${pkgs[$i]}
+  t=$SECONDS
+  echo "control plane: [$((i + 1))/${#pkgs[@]}] building ${pkg##*/}..." >&2
+  # a line every 30 s while the compiler works, so nobody wonders whether it hung
+  ( while sleep 30; do echo "control plane:   ... ${pkg##*/} still building ($((SECONDS - t))s)" >&2; done ) &
+  ticker=$!
+  status=0
+  go build -ldflags "$ldflags" -o "$out.tmp/" "$pkg" || status=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  [[ $status == 0 ]] || { echo "control plane: building $pkg failed" >&2; exit "$status"; }
+  echo "control plane:   ${pkg##*/} in $((SECONDS - t))s" >&2
+done
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "control plane: built in $((SECONDS - start))s" >&2
