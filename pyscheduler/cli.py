@@ -249,7 +249,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from pyscheduler.client.api import Api
-    from pyscheduler.client.connection import load_configuration
+    from pyscheduler.client.connection import ConfigurationError, context_namespace, load_configuration
     from pyscheduler.explain import EXIT_PLUGIN_ERROR, explain, read_cluster
     from pyscheduler.plugin_log import format_traceback
 
@@ -259,8 +259,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if "/" in args.pod:
         namespace, name = args.pod.split("/", 1)
     else:
-        namespace, name = args.namespace, args.pod
-    api = Api(load_configuration(args.kubeconfig), qps=100, burst=200)
+        namespace = args.namespace or context_namespace(args.kubeconfig, args.context) or "default"
+        name = args.pod
+    try:
+        api = Api(load_configuration(args.kubeconfig, args.context), qps=100, burst=200)
+    except ConfigurationError as e:  # no or a broken kubeconfig, an unknown context: one line, no traceback
+        print(f"pyscheduler explain: {e}", file=sys.stderr)
+        return 1
     try:
         pod, nodes, pods, objects = read_cluster(api, namespace, name)
     except Exception as e:
@@ -350,7 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
         "default profile is used, with a warning: plugins your configuration adds are then missing.",
     )
     ex.add_argument("pod", help="NAMESPACE/NAME (or NAME with -n)")
-    ex.add_argument("-n", "--namespace", default="default")
+    ex.add_argument(
+        "-n", "--namespace", default=None, help="the pod's namespace (default: the context's, else default)"
+    )
+    ex.add_argument("--context", help="the kubeconfig context to use (default: the current one)")
     ex.add_argument(
         "--config",
         help=f"the configuration the scheduler runs with; {CONFIG_HELP[CONFIG_HELP.index('default') :]}",
@@ -383,6 +391,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     rc: int = args.fn(args)
     return rc
+
+
+# The read-only commands, for ``kubectl pyscheduler ...`` (kubectl runs ``kubectl-pyscheduler`` from PATH).
+KUBECTL_COMMANDS = ("explain", "plugins")
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """The kubectl plugin (console script ``kubectl-pyscheduler``): ``kubectl pyscheduler explain POD
+    -n NS --context C``. Only the read-only commands; ``run`` and the dev commands stay ``pyscheduler``'s."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(f"usage: kubectl pyscheduler {{{','.join(KUBECTL_COMMANDS)}}} ...\n\n"
+              "  explain POD [-n NAMESPACE] [--context CONTEXT] [--kubeconfig FILE] [--config FILE]\n"
+              "      why the pod is pending, or why it is on its node\n"
+              "  plugins\n      the registered plugins and their extension points")
+        return 0
+    if args[0] not in KUBECTL_COMMANDS:
+        print(f"kubectl pyscheduler: unknown command {args[0]!r} (have: {', '.join(KUBECTL_COMMANDS)})",
+              file=sys.stderr)
+        return 2
+    return main(args)
 
 
 if __name__ == "__main__":

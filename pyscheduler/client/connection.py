@@ -75,6 +75,22 @@ def load_configuration(
     )
 
 
+def context_namespace(kubeconfig: str | None = None, context: str | None = None) -> str | None:
+    """The namespace the kubeconfig's context names (kubectl's default for ``-n``), or None: no
+    kubeconfig, no such context, or the context names none."""
+    path = kubeconfig or os.environ.get("KUBECONFIG", "") or str(Path("~/.kube/config").expanduser())
+    files = [p for p in path.split(os.pathsep) if p and Path(p).expanduser().is_file()]
+    if not files:
+        return None
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(config_file=files[0])  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError):
+        return None
+    chosen = active if context is None else next((c for c in contexts if c.get("name") == context), None)
+    ns = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(ns) if ns else None
+
+
 def _from_kubeconfig(path: str, context: str | None, *, explicit: bool) -> k8s_client.Configuration:
     paths = [p for p in path.split(os.pathsep) if p]
     if explicit:
