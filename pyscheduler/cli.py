@@ -306,8 +306,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------- main
 
 
+def version_line() -> str:
+    """``pyscheduler 0.1.0 (kube-scheduler v1.36.3)``: the installed distribution's version and the
+    kube-scheduler release whose behaviour it follows."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from pyscheduler import KUBERNETES_VERSION, __version__
+
+    try:
+        installed = version("pyscheduler")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        installed = __version__
+    return f"pyscheduler {installed} (kube-scheduler {KUBERNETES_VERSION})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pyscheduler", description="A Kubernetes scheduler in Python.")
+    p.add_argument("--version", action="version", version=version_line())
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run the scheduler")
