@@ -181,22 +181,22 @@ def post_objects(
 # --------------------------------------------------------------------------------------------- watch
 
 
-class PodWatch(threading.Thread):
-    """An independent watch on the pods of one namespace (see the module docstring)."""
+class Watch(threading.Thread):
+    """A watch of its own on ``path`` (list+watch URL without resourceVersion), reconnecting from the
+    last resourceVersion seen; ``on_event(type, object, monotonic time)`` gets every event but bookmarks."""
 
-    def __init__(self, endpoint: Endpoint, namespace: str, resource_version: str) -> None:
-        super().__init__(name="bench-pod-watch", daemon=True)
+    def __init__(self, endpoint: Endpoint, path: str, resource_version: str = "", name: str = "bench-watch") -> None:
+        super().__init__(name=name, daemon=True)
         self.endpoint = endpoint
-        self.namespace = namespace
+        self.path = path
         self.resource_version = resource_version
-        self.bound: dict[str, float] = {}
-        self.nodes: dict[str, str] = {}
-        self.unschedulable: dict[str, float] = {}
-        self.deleted: dict[str, float] = {}
         self.events = 0
         self.error: str | None = None
         self._stopping = threading.Event()
         self._conn: http.client.HTTPSConnection | None = None
+
+    def on_event(self, kind: str, obj: dict[str, Any], now: float) -> None:
+        raise NotImplementedError
 
     def run(self) -> None:
         while not self._stopping.is_set():
@@ -211,16 +211,12 @@ class PodWatch(threading.Thread):
     def _watch_once(self) -> None:
         conn = self.endpoint.connect(timeout=None)
         self._conn = conn
-        path = (
-            f"/api/v1/namespaces/{self.namespace}/pods?watch=1&allowWatchBookmarks=true"
-            f"&resourceVersion={self.resource_version}&timeoutSeconds=3600"
-        )
-        conn.request("GET", path, headers={"Authorization": f"Bearer {self.endpoint.token}",
-                                           "Accept": "application/json"})
+        since = f"&resourceVersion={self.resource_version}" if self.resource_version else ""
+        conn.request("GET", f"{self.path}?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600{since}",
+                     headers={"Authorization": f"Bearer {self.endpoint.token}", "Accept": "application/json"})
         resp = conn.getresponse()
         if resp.status != 200:
             raise RuntimeError(f"watch: HTTP {resp.status}: {resp.read()[:200]!r}")
-        bound, nodes, unsched = self.bound, self.nodes, self.unschedulable
         while not self._stopping.is_set():
             line = resp.readline()
             if not line:
@@ -228,9 +224,8 @@ class PodWatch(threading.Thread):
             now = time.monotonic()
             ev = orjson.loads(line)
             obj = ev.get("object") or {}
-            meta = obj.get("metadata") or {}
-            rv = meta.get("resourceVersion")
-            kind = ev.get("type")
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            kind = str(ev.get("type"))
             if kind == "ERROR":
                 raise RuntimeError(f"watch error: {obj.get('message')}")
             if rv:
@@ -238,19 +233,7 @@ class PodWatch(threading.Thread):
             if kind == "BOOKMARK":
                 continue
             self.events += 1
-            name = meta.get("name", "")
-            if kind == "DELETED":
-                self.deleted.setdefault(name, now)
-                continue
-            node = (obj.get("spec") or {}).get("nodeName")
-            if node:
-                if name not in bound:
-                    bound[name] = now
-                    nodes[name] = node
-            elif name not in unsched:
-                for c in (obj.get("status") or {}).get("conditions") or ():
-                    if c.get("type") == "PodScheduled" and c.get("status") == "False":
-                        unsched[name] = now
+            self.on_event(kind, obj, now)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -259,6 +242,33 @@ class PodWatch(threading.Thread):
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RDWR)
         self.join(5)
+
+
+class PodWatch(Watch):
+    """An independent watch on the pods of one namespace (see the module docstring)."""
+
+    def __init__(self, endpoint: Endpoint, namespace: str, resource_version: str) -> None:
+        super().__init__(endpoint, f"/api/v1/namespaces/{namespace}/pods", resource_version, "bench-pod-watch")
+        self.namespace = namespace
+        self.bound: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.unschedulable: dict[str, float] = {}
+        self.deleted: dict[str, float] = {}
+
+    def on_event(self, kind: str, obj: dict[str, Any], now: float) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if kind == "DELETED":
+            self.deleted.setdefault(name, now)
+            return
+        node = (obj.get("spec") or {}).get("nodeName")
+        if node:
+            if name not in self.bound:
+                self.bound[name] = now
+                self.nodes[name] = node
+        elif name not in self.unschedulable:
+            for c in (obj.get("status") or {}).get("conditions") or ():
+                if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                    self.unschedulable[name] = now
 
     def count_bound(self, names: Iterable[str]) -> int:
         b = self.bound

@@ -16,12 +16,8 @@ reason instead of running something else under its name.
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import re
-import socket
 import statistics
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +27,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench.measure import Conn, Endpoint, post_objects, throughput_samples
+from bench.measure import Conn, Endpoint, Watch, post_objects, throughput_samples
 from bench.upstream.gotemplate import render
 
 SUPPORTED = frozenset(
@@ -100,79 +96,31 @@ def unsupported(ops: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-class PodWatch(threading.Thread):
+class PodWatch(Watch):
     """Every pod in the cluster, by (namespace, name): when it got a node, when it was found
     unschedulable (PodScheduled=False), whether it is gone. Its own watch, not the schedulers'."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        super().__init__(name="upstream-pod-watch", daemon=True)
-        self.endpoint = endpoint
-        self.rv = ""
+        super().__init__(endpoint, "/api/v1/pods", name="upstream-pod-watch")
         self.bound: dict[tuple[str, str], float] = {}
         self.attempted: dict[tuple[str, str], float] = {}
         self.labels: dict[tuple[str, str], Mapping[str, str]] = {}
         self.deleted: set[tuple[str, str]] = set()
-        self.error: str | None = None
-        self._stopping = threading.Event()
-        self._conn: http.client.HTTPSConnection | None = None
 
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self._once()
-            except Exception as e:
-                if self._stopping.is_set():
-                    return
-                self.error = f"{type(e).__name__}: {e}"
-                time.sleep(0.2)
-
-    def _once(self) -> None:
-        conn = self.endpoint.connect(timeout=None)
-        self._conn = conn
-        rv = f"&resourceVersion={self.rv}" if self.rv else ""
-        conn.request(
-            "GET",
-            f"/api/v1/pods?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600{rv}",
-            headers={"Authorization": f"Bearer {self.endpoint.token}", "Accept": "application/json"},
-        )
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise RuntimeError(f"watch: HTTP {resp.status}")
-        while not self._stopping.is_set():
-            line = resp.readline()
-            if not line:
-                return
-            now = time.monotonic()
-            ev = orjson.loads(line)
-            obj = ev.get("object") or {}
-            meta = obj.get("metadata") or {}
-            if meta.get("resourceVersion"):
-                self.rv = meta["resourceVersion"]
-            kind = ev.get("type")
-            if kind == "ERROR":
-                raise RuntimeError(f"watch error: {obj.get('message')}")
-            if kind == "BOOKMARK":
-                continue
-            key = (meta.get("namespace", ""), meta.get("name", ""))
-            if kind == "DELETED":
-                self.deleted.add(key)
-                continue
-            self.labels[key] = meta.get("labels") or {}
-            if (obj.get("spec") or {}).get("nodeName"):
-                self.bound.setdefault(key, now)
+    def on_event(self, kind: str, obj: dict[str, Any], now: float) -> None:
+        meta = obj.get("metadata") or {}
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        if kind == "DELETED":
+            self.deleted.add(key)
+            return
+        self.labels[key] = meta.get("labels") or {}
+        if (obj.get("spec") or {}).get("nodeName"):
+            self.bound.setdefault(key, now)
+            self.attempted.setdefault(key, now)
+            return
+        for c in (obj.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "PodScheduled" and c.get("status") == "False":
                 self.attempted.setdefault(key, now)
-            else:
-                for c in (obj.get("status") or {}).get("conditions") or ():
-                    if c.get("type") == "PodScheduled" and c.get("status") == "False":
-                        self.attempted.setdefault(key, now)
-
-    def stop(self) -> None:
-        self._stopping.set()
-        conn = self._conn
-        if conn is not None and conn.sock is not None:
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
-        self.join(5)
 
 
 @dataclass
