@@ -89,9 +89,9 @@ def pod_request(pod: Pod, kind: int, name: str, use_requested: bool) -> int:
     """kube's calculatePodResourceRequest: cpu and memory use the non-zero defaults (100m, 200Mi for
     containers that request none) unless ``use_requested``; overhead is included either way."""
     if kind == KIND_CPU:
-        return pod.requests.milli_cpu if use_requested else pod.non_zero_requests.milli_cpu
+        return pod.requests.milli_cpu if use_requested else pod.score_non_zero_requests.milli_cpu
     if kind == KIND_MEMORY:
-        return pod.requests.memory if use_requested else pod.non_zero_requests.memory
+        return pod.requests.memory if use_requested else pod.score_non_zero_requests.memory
     if kind == KIND_EPHEMERAL:
         return pod.requests.ephemeral_storage
     if kind == KIND_SCALAR:
