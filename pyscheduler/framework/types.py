@@ -335,16 +335,17 @@ class Pod:
     requests: Resource = field(default_factory=Resource, compare=False, init=False)
     # the non-zero requests NodeInfo counts (kube's PodInfo.CalculateResource Non0CPU/Non0Mem)
     non_zero_requests: Resource = field(default_factory=Resource, compare=False, init=False)
-    # the non-zero requests the scoring strategies use for the pod being scored (kube's
-    # resourceAllocationScorer.calculatePodResourceRequest); differs from ``non_zero_requests`` only
-    # for pods with pod-level requests
-    score_non_zero_requests: Resource = field(default_factory=Resource, compare=False, init=False)
+    # what NodeResourcesFit's scoring strategies count for the pod being scored: kube 1.36 builds that
+    # scorer without the PodLevelResources (and in-place resize) feature flags, so it is the containers'
+    # aggregate with the non-zero cpu/memory defaults, plus overhead, ignoring pod-level requests.
+    # BalancedAllocation does honour them (it uses ``requests``).
+    fit_score_requests: Resource = field(default_factory=Resource, compare=False, init=False)
 
     def __post_init__(self) -> None:
-        req, nz, score_nz = _pod_requests(self)
+        req, nz, fit_score = _pod_requests(self)
         object.__setattr__(self, "requests", req)
         object.__setattr__(self, "non_zero_requests", nz)
-        object.__setattr__(self, "score_non_zero_requests", score_nz)
+        object.__setattr__(self, "fit_score_requests", fit_score)
 
     @property
     def key(self) -> str:
@@ -536,8 +537,8 @@ def _pod_requests(pod: Pod) -> tuple[Resource, Resource, Resource]:
     started before it)); pod-level requests (spec.resources) then replace the cpu, memory and hugepages
     they name; plus overhead. A container (or pod) being resized in place counts at the larger of its
     desired (spec) and its actuated/allocated requests (status), or at the latter alone when the resize
-    is Infeasible. Also returns the non-zero requests NodeInfo counts and those scoring uses (the
-    default cpu and memory for containers that request none; see the fields' comments)."""
+    is Infeasible. Also returns the non-zero requests NodeInfo counts and what NodeResourcesFit's
+    scoring counts (the default cpu and memory for containers that request none; see the fields)."""
     if (
         len(pod.containers) == 1
         and not pod.init_containers
@@ -546,7 +547,10 @@ def _pod_requests(pod: Pod) -> tuple[Resource, Resource, Resource]:
         and not pod.container_status_requests
     ):
         only = pod.containers[0].requests  # the common case, without the init-container bookkeeping
-        return only.clone(), _non_zero(only), _non_zero(only)
+        nz = _non_zero(only)
+        fit_score = only.clone()
+        fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+        return only.clone(), nz, fit_score
     infeasible = pod.resize_pending_reason == "Infeasible"
     statuses = pod.container_status_requests
 
@@ -588,22 +592,28 @@ def _pod_requests(pod: Pod) -> tuple[Resource, Resource, Resource]:
     req.set_max(init_max)
     nz.set_max(init_max_nz)
     pod_level = pod.pod_level_requests
-    if pod_level is not None:
-        status = pod.pod_level_status_requests
-        for name, value in pod_level.items():
-            if status is not None:
-                value = status.get(name, 0) if infeasible else max(value, status.get(name, 0))
-            req.set(name, value)
-            nz.set(name, value)
+    if pod_level is None:
+        if pod.overhead is not None:
+            req.add(pod.overhead)
+            nz.add(pod.overhead)
+        fit_score = req.clone()
+        fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+        return req, nz, fit_score
+    fit_score = req.clone()
+    fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+    status = pod.pod_level_status_requests
+    for name, value in pod_level.items():
+        if status is not None:
+            value = status.get(name, 0) if infeasible else max(value, status.get(name, 0))
+        req.set(name, value)
     if pod.overhead is not None:
         req.add(pod.overhead)
-        nz.add(pod.overhead)
-    if pod_level is None:
-        return req, nz, nz
+        fit_score.add(pod.overhead)
     # NodeInfo's non-zero requests for a pod with pod-level requests default cpu (memory) only when
-    # neither the pod level nor any container nor the overhead asks for it.
-    node_nz = Resource(req.milli_cpu or nz.milli_cpu, req.memory or nz.memory)
-    return req, node_nz, nz
+    # neither the pod level nor any container nor the overhead asks for it; the default is then the
+    # containers' non-zero sum.
+    node_nz = Resource(req.milli_cpu or fit_score.milli_cpu, req.memory or fit_score.memory)
+    return req, node_nz, fit_score
 
 
 def _non_zero(r: Resource) -> Resource:

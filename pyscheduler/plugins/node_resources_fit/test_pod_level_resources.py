@@ -132,13 +132,14 @@ def test_sidecar_resize_counts_but_plain_init_container_status_does_not() -> Non
 
 
 def test_non_zero_defaults_with_pod_level_requests() -> None:
-    # NodeInfo (CalculateResource) defaults memory only if nothing asks for it; the scorer defaults
-    # each container without memory, then the pod level overrides cpu.
+    # NodeInfo (CalculateResource) counts the pod level and defaults memory only if nothing asks for
+    # it; NodeResourcesFit's scorer ignores the pod level and defaults each container.
     pod = make_pod("p").req(memory="1Gi").container(cpu="100m").pod_requests(cpu="2").obj()
     assert (pod.non_zero_requests.milli_cpu, pod.non_zero_requests.memory) == (2000, GI)
-    assert (pod.score_non_zero_requests.milli_cpu, pod.score_non_zero_requests.memory) == (2000, GI + NZ_MEM)
+    assert (pod.fit_score_requests.milli_cpu, pod.fit_score_requests.memory) == (200, GI + NZ_MEM)
     bare = make_pod("q").container().pod_requests(cpu="2").obj()
-    assert (bare.non_zero_requests.memory, bare.score_non_zero_requests.memory) == (2 * NZ_MEM, 2 * NZ_MEM)
+    assert (bare.non_zero_requests.milli_cpu, bare.non_zero_requests.memory) == (2000, 2 * NZ_MEM)
+    assert (bare.fit_score_requests.milli_cpu, bare.fit_score_requests.memory) == (200, 2 * NZ_MEM)
 
 
 # ------------------------------------------------------------------------------------- accounting
@@ -239,9 +240,25 @@ def score(pod: PodBuilder, *existing: PodBuilder, strategy: str = "LeastAllocate
     return value
 
 
-def test_score_least_allocated_uses_pod_level_requests() -> None:
-    # cpu (4000-2000)*100/4000 = 50; memory (8Gi-200Mi)*100/8Gi = 97; (50+97)/2 = 73
-    assert score(make_pod("p").pod_requests(cpu="2")) == 73
+def test_fit_score_ignores_the_incoming_pods_pod_level_requests() -> None:
+    # kube 1.36 builds NodeResourcesFit's scorer without the PodLevelResources flag: the pod counts at
+    # its container (100m default cpu, 200Mi default memory): cpu (4000-100)*100/4000 = 97, memory
+    # (8Gi-200Mi)*100/8Gi = 97 -> 97 (seen from kube-scheduler in the podlevel-fit scenario).
+    assert score(make_pod("p").pod_requests(cpu="2")) == 97
+
+
+def test_balanced_allocation_uses_pod_level_requests() -> None:
+    from pyscheduler.plugins.node_resources_balanced_allocation import BalancedAllocation
+
+    # with the pod: cpu 2000/4000 = 0.5, memory 0/8Gi = 0, std |0.5-0|/2 = 0.25 -> 75; without it
+    # (empty node) 100; kube 1.36 scores the change: 50 + (50 + 75 - 100)/2 = 62 (ignoring the pod
+    # level, the pod would be best-effort and BalancedAllocation would skip it)
+    plugin = BalancedAllocation()
+    info = make_node_info(make_node("n1").capacity(cpu="4", memory="8Gi", pods=110))
+    state = make_cycle_state()
+    pod = make_pod("p").pod_requests(cpu="2").obj()
+    assert plugin.pre_score(state, pod, [info]) is None
+    assert plugin.score(state, pod, info) == (62, None)
 
 
 def test_score_most_allocated_counts_existing_pod_level_pod() -> None:
