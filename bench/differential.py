@@ -711,6 +711,9 @@ class ScenarioRunner:
             self.api.create(self._fill(n))
         for p in self.sc.existing:
             self.create_pod(p)
+        for p in self.sc.existing:
+            if p.get("status"):
+                self.write_pod_status(p)
         for p in self.sc.batch:
             self.create_pod(p)
 
@@ -721,6 +724,43 @@ class ScenarioRunner:
         self.specs.setdefault(_key(body), self._fill(p))
         out: JSON = self.api.create(body)
         return out
+
+    def write_pod_status(self, p: JSON, timeout: float = 30.0) -> None:
+        """Write an existing pod's scenario ``status`` (in-place resize: containerStatuses[].resources and
+        allocatedResources, status.resources, the PodResizePending condition) through the status
+        subresource, as its kubelet would. Waits first for KWOK to have started the pod (podIP set), so
+        that KWOK's own status does not overwrite it; container statuses are merged by name."""
+        path = self.api.path_of(self._fill(p))
+        want = p["status"]
+        deadline = time.monotonic() + timeout
+        while True:
+            cur = self.api.get(path)
+            if cur is not None and (cur.get("status") or {}).get("podIP"):
+                break
+            if time.monotonic() > deadline:
+                raise RunError(f"{path}: KWOK did not start the pod within {timeout:.0f}s")
+            time.sleep(POLL)
+        for attempt in range(5):
+            st = cur.setdefault("status", {})
+            for key in ("containerStatuses", "initContainerStatuses"):
+                by_name = {c["name"]: c for c in st.get(key) or ()}
+                for c in want.get(key) or ():
+                    if c["name"] in by_name:
+                        by_name[c["name"]].update(copy.deepcopy(c))
+                    else:
+                        raise RunError(f"{path}: no {key} entry named {c['name']!r} to resize")
+            for key in ("resources", "allocatedResources"):
+                if key in want:
+                    st[key] = copy.deepcopy(want[key])
+            types = {c.get("type") for c in want.get("conditions") or ()}
+            st["conditions"] = [c for c in st.get("conditions") or () if c.get("type") not in types] + [
+                copy.deepcopy(c) for c in want.get("conditions") or ()]
+            code, out = self.api.cluster.request("PUT", path + "/status", cur)
+            if code == 200:
+                return
+            if code != 409 or attempt == 4:
+                raise RunError(f"PUT {path}/status: HTTP {code}: {str(out)[:400]}")
+            cur = self.api.call("GET", path)
 
     def teardown(self) -> None:
         api = self.api

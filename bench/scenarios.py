@@ -928,6 +928,82 @@ add(scenario(
            prio(pod("b-mid", cpu="800m"), "diff-p200")],
 ))
 
+# ---------------------------------------------------------------- pod-level resources and in-place resize
+# (PodLevelResources, beta and on by default since 1.34; InPlacePodVerticalScaling, GA). Existing pods
+# with a "status" get it written through the status subresource once KWOK has started them (see
+# bench/differential.py ScenarioRun.setup), as a kubelet resizing them would.
+
+
+def pod_level(b: PodBuilder, **requests: str) -> PodBuilder:
+    """Pod-level requests (spec.resources.requests) on a builder."""
+    return b.pod_requests(**requests)
+
+
+def resizing(b: PodBuilder, reason: str = "", allocated: Mapping[str, str] | None = None,
+             **actuated: str) -> PodBuilder:
+    """Container 0 of ``b`` reported by its kubelet at ``actuated`` requests (and ``allocated``), with a
+    PodResizePending condition of ``reason`` when given."""
+    b.resized(0, allocated, **actuated)
+    if reason:
+        b.resize_pending(reason)
+    return b
+
+
+add(scenario(
+    "podlevel-no-fit", "pod-level cpu above every node's allocatable, though its containers ask 100m",
+    ["NodeResourcesFit"],
+    [node("n1", "4"), node("n2", "2")],
+    pods=[pod_level(pod("p1", cpu="100m"), cpu="5"), pod_level(pod("p2", memory="1Gi"), memory="9Gi"),
+          pod_level(pod("p3", cpu="100m"), cpu="3")],
+))
+
+add(scenario(
+    "podlevel-fit", "pod-level requests fill nodes; the last pods no longer fit",
+    ["NodeResourcesFit"],
+    [node("n1", "4"), node("n2", "4")],
+    pods=[pod_level(pod("p1", cpu="100m"), cpu="3"), pod_level(pod("p2"), cpu="3", memory="1Gi"),
+          pod_level(pod("p3", cpu="100m"), cpu="1500m"), pod("p4", cpu="1"), pod("p5", cpu="500m")],
+))
+
+add(scenario(
+    "podlevel-mixed", "pod-level cpu with container memory, pod-level memory with container cpu",
+    ["NodeResourcesFit"],
+    [node("n1", "4", "4Gi"), node("n2", "4", "4Gi")],
+    pods=[pod_level(pod("p1", cpu="200m", memory="3Gi").container(cpu="200m", memory="512Mi"), cpu="3"),
+          pod_level(pod("p2", cpu="3"), memory="3Gi"),
+          pod_level(pod("p3", cpu="100m", memory="1Gi").container(memory="1Gi"), cpu="1"),
+          pod("p4", cpu="1", memory="1Gi")],
+))
+
+add(scenario(
+    "podlevel-existing", "next to existing pod-level pods: a 1-CPU pod must not overcommit the node",
+    ["NodeResourcesFit"],
+    [node("n1", "4"), node("n2", "2")],
+    existing=[bound(pod("e1", cpu="500m"), "n1"), bound(pod_level(pod("e2", cpu="100m"), cpu="3"), "n1"),
+              bound(pod_level(pod("e3"), cpu="1500m"), "n2")],
+    pods=[pod("p1", cpu="1"), pod("p2", cpu="400m"), pod("p3", cpu="200m")],
+))
+
+add(scenario(
+    "podlevel-score", "scoring with pod-level requests (LeastAllocated and BalancedAllocation)",
+    ["NodeResourcesFit", "NodeResourcesBalancedAllocation"],
+    three("8", "16Gi"),
+    existing=[bound(pod_level(pod("e1", memory="1Gi"), cpu="4"), "n1"),
+              bound(pod_level(pod("e2", cpu="100m").container(memory="2Gi"), cpu="1"), "n2")],
+    pods=[pod_level(pod("p1", cpu="100m"), cpu="2", memory="4Gi"), pod_level(pod("p2"), cpu="3"),
+          pod_level(pod("p3", memory="512Mi"), memory="6Gi"), pod("p4", cpu="1", memory="1Gi")],
+))
+
+add(scenario(
+    "podlevel-resized", "existing pods being resized in place count at max(desired, allocated)",
+    ["NodeResourcesFit"],
+    [node("n1", "4"), node("n2", "4"), node("n3", "4")],
+    existing=[bound(resizing(pod("e1", cpu="1"), allocated={"cpu": "3"}, cpu="3"), "n1"),
+              bound(resizing(pod("e2", cpu="3"), "Deferred", allocated={"cpu": "1"}, cpu="1"), "n2"),
+              bound(resizing(pod("e3", cpu="3"), "Infeasible", allocated={"cpu": "1"}, cpu="1"), "n3")],
+    pods=[pod("p1", cpu="2500m"), pod("p2", cpu="1500m"), pod("p3", cpu="1500m")],
+))
+
 # ---------------------------------------------------------------- combinations
 
 add(scenario(

@@ -30,6 +30,7 @@ CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
+HUGEPAGES_PREFIX = "hugepages-"
 
 # kube-scheduler's defaults for containers that request nothing, used only when scoring
 # (pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest).
@@ -319,14 +320,32 @@ class Pod:
     owner_references: tuple[OwnerReference, ...] = ()
     # PodScheduled condition as last written (status, reason, message) so status patches can be skipped
     scheduled_condition: tuple[str, str, str] | None = None
+    # spec.resources.requests (PodLevelResources), only the pod-level-eligible resources (cpu, memory,
+    # hugepages-*), already defaulted from spec.resources.limits as the API server does; None if unset.
+    pod_level_requests: Mapping[str, int] | None = None
+    # In-place resize (InPlacePodVerticalScaling): per container name (regular and sidecar), the larger
+    # of status.containerStatuses[].resources.requests (actuated) and .allocatedResources, for
+    # containers whose status reports resources; the same for the pod level (status.resources,
+    # status.allocatedResources). Status: not compared.
+    container_status_requests: Mapping[str, Resource] = field(default_factory=dict, compare=False)
+    pod_level_status_requests: Mapping[str, int] | None = field(default=None, compare=False)
+    # reason of the PodResizePending condition ("Infeasible", "Deferred") or ""
+    resize_pending_reason: str = field(default="", compare=False)
     # Derived at construction (see __post_init__); not compared.
     requests: Resource = field(default_factory=Resource, compare=False, init=False)
+    # the non-zero requests NodeInfo counts (kube's PodInfo.CalculateResource Non0CPU/Non0Mem)
     non_zero_requests: Resource = field(default_factory=Resource, compare=False, init=False)
+    # what NodeResourcesFit's scoring strategies count for the pod being scored: kube 1.36 builds that
+    # scorer without the PodLevelResources (and in-place resize) feature flags, so it is the containers'
+    # aggregate with the non-zero cpu/memory defaults, plus overhead, ignoring pod-level requests.
+    # BalancedAllocation does honour them (it uses ``requests``).
+    fit_score_requests: Resource = field(default_factory=Resource, compare=False, init=False)
 
     def __post_init__(self) -> None:
-        req, nz = _pod_requests(self)
+        req, nz, fit_score = _pod_requests(self)
         object.__setattr__(self, "requests", req)
         object.__setattr__(self, "non_zero_requests", nz)
+        object.__setattr__(self, "fit_score_requests", fit_score)
 
     @property
     def key(self) -> str:
@@ -382,6 +401,11 @@ class Pod:
                 if c.get("type") == "PodScheduled":
                     cond = (c.get("status", ""), c.get("reason", ""), c.get("message", ""))
             overhead = spec.get("overhead")
+            resize_reason = ""
+            for c in status.get("conditions") or ():
+                if c.get("type") == "PodResizePending":
+                    resize_reason = c.get("reason") or ""
+                    break
             return cls(
                 uid=meta.get("uid", ""),
                 namespace=meta.get("namespace", "default"),
@@ -414,6 +438,10 @@ class Pod:
                     for r in meta.get("ownerReferences") or ()
                 ),
                 scheduled_condition=cond,
+                pod_level_requests=_pod_level_requests(spec),
+                container_status_requests=_container_status_requests(status),
+                pod_level_status_requests=_pod_level_status_requests(status),
+                resize_pending_reason=resize_reason,
             )
         except MalformedObject:
             raise
@@ -446,28 +474,113 @@ def _parse_time(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-def _pod_requests(pod: Pod) -> tuple[Resource, Resource]:
-    """The pod's effective requests, as kube's resourcehelper.PodRequests computes them:
-    max(sum(containers) + sum(sidecars), max over init containers of (init + sidecars started before
-    it)) + overhead; plus the same with scoring's non-zero defaults for cpu and memory."""
-    if len(pod.containers) == 1 and not pod.init_containers and pod.overhead is None:
+def is_pod_level_resource(name: str) -> bool:
+    """kube's IsSupportedPodLevelResource: cpu, memory and hugepages-<size>."""
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
+def _pod_level_requests(spec: JSON) -> dict[str, int] | None:
+    """spec.resources.requests restricted to the pod-level resources, None when none is set. Requests
+    absent but limited at pod level default to the limit unless containers request that resource (the
+    API server's defaultPodRequests; the scheduler normally sees objects already defaulted)."""
+    res = spec.get("resources") or {}
+    requests = {k: v for k, v in (res.get("requests") or {}).items() if is_pod_level_resource(k)}
+    limits = {k: v for k, v in (res.get("limits") or {}).items() if is_pod_level_resource(k)}
+    if limits:
+        containers = [
+            c.get("resources") or {}
+            for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
+        ]
+        for name, value in limits.items():
+            in_containers = any(
+                name in (r.get("requests") or {}) or name in (r.get("limits") or {}) for r in containers
+            )
+            if name not in requests and (name.startswith(HUGEPAGES_PREFIX) or not in_containers):
+                requests[name] = value
+    if not requests:
+        return None
+    parsed = Resource.from_list(requests)
+    return {name: parsed.get(name) for name in requests}
+
+
+def _status_max(entry: JSON) -> Resource | None:
+    """max(resources.requests, allocatedResources) of a container status, None when the status does not
+    report resources (kube then uses the spec alone)."""
+    resources = entry.get("resources")
+    if resources is None:
+        return None
+    out = Resource.from_list(resources.get("requests"))
+    out.set_max(Resource.from_list(entry.get("allocatedResources")))
+    return out
+
+
+def _container_status_requests(status: JSON) -> dict[str, Resource]:
+    out: dict[str, Resource] = {}
+    for cs in (*(status.get("containerStatuses") or ()), *(status.get("initContainerStatuses") or ())):
+        r = _status_max(cs)
+        if r is not None:
+            out[cs.get("name", "")] = r
+    return out
+
+
+def _pod_level_status_requests(status: JSON) -> dict[str, int] | None:
+    r = _status_max(status)
+    if r is None:
+        return None
+    names = {*(status["resources"].get("requests") or {}), *(status.get("allocatedResources") or {})}
+    return {name: r.get(name) for name in names}
+
+
+def _pod_requests(pod: Pod) -> tuple[Resource, Resource, Resource]:
+    """The pod's effective requests, as kube's resourcehelper.PodRequests computes them for the
+    scheduler: max(sum(containers) + sum(sidecars), max over init containers of (init + sidecars
+    started before it)); pod-level requests (spec.resources) then replace the cpu, memory and hugepages
+    they name; plus overhead. A container (or pod) being resized in place counts at the larger of its
+    desired (spec) and its actuated/allocated requests (status), or at the latter alone when the resize
+    is Infeasible. Also returns the non-zero requests NodeInfo counts and what NodeResourcesFit's
+    scoring counts (the default cpu and memory for containers that request none; see the fields)."""
+    if (
+        len(pod.containers) == 1
+        and not pod.init_containers
+        and pod.overhead is None
+        and pod.pod_level_requests is None
+        and not pod.container_status_requests
+    ):
         only = pod.containers[0].requests  # the common case, without the init-container bookkeeping
-        return only.clone(), _non_zero(only)
+        nz = _non_zero(only)
+        fit_score = only.clone()
+        fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+        return only.clone(), nz, fit_score
+    infeasible = pod.resize_pending_reason == "Infeasible"
+    statuses = pod.container_status_requests
+
+    def effective(c: Container) -> Resource:
+        actual = statuses.get(c.name)
+        if actual is None:
+            return c.requests
+        if infeasible:
+            return actual
+        out = c.requests.clone()
+        out.set_max(actual)
+        return out
+
     req = Resource()
     nz = Resource()
     for c in pod.containers:
-        req.add(c.requests)
-        nz.add(_non_zero(c.requests))
+        r = effective(c)
+        req.add(r)
+        nz.add(_non_zero(r))
     sidecars = Resource()
     sidecars_nz = Resource()
     init_max = Resource()
     init_max_nz = Resource()
     for c in pod.init_containers:
         if c.restart_policy == "Always":
-            req.add(c.requests)
-            nz.add(_non_zero(c.requests))
-            sidecars.add(c.requests)
-            sidecars_nz.add(_non_zero(c.requests))
+            r = effective(c)
+            req.add(r)
+            nz.add(_non_zero(r))
+            sidecars.add(r)
+            sidecars_nz.add(_non_zero(r))
             eff, eff_nz = sidecars.clone(), sidecars_nz.clone()
         else:
             eff = c.requests.clone()
@@ -478,10 +591,29 @@ def _pod_requests(pod: Pod) -> tuple[Resource, Resource]:
         init_max_nz.set_max(eff_nz)
     req.set_max(init_max)
     nz.set_max(init_max_nz)
+    pod_level = pod.pod_level_requests
+    if pod_level is None:
+        if pod.overhead is not None:
+            req.add(pod.overhead)
+            nz.add(pod.overhead)
+        fit_score = req.clone()
+        fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+        return req, nz, fit_score
+    fit_score = req.clone()
+    fit_score.milli_cpu, fit_score.memory = nz.milli_cpu, nz.memory
+    status = pod.pod_level_status_requests
+    for name, value in pod_level.items():
+        if status is not None:
+            value = status.get(name, 0) if infeasible else max(value, status.get(name, 0))
+        req.set(name, value)
     if pod.overhead is not None:
         req.add(pod.overhead)
-        nz.add(pod.overhead)
-    return req, nz
+        fit_score.add(pod.overhead)
+    # NodeInfo's non-zero requests for a pod with pod-level requests default cpu (memory) only when
+    # neither the pod level nor any container nor the overhead asks for it; the default is then the
+    # containers' non-zero sum.
+    node_nz = Resource(req.milli_cpu or fit_score.milli_cpu, req.memory or fit_score.memory)
+    return req, node_nz, fit_score
 
 
 def _non_zero(r: Resource) -> Resource:

@@ -157,6 +157,49 @@ class PodBuilder:
         self._spec["overhead"] = {k.replace("_", "-"): str(v) for k, v in resources.items()}
         return self
 
+    def pod_requests(self, **resources: str) -> PodBuilder:
+        """Pod-level requests (spec.resources.requests, PodLevelResources)."""
+        res = self._spec.setdefault("resources", {}).setdefault("requests", {})
+        res.update({k.replace("_", "-"): str(v) for k, v in resources.items()})
+        return self
+
+    def pod_limits(self, **resources: str) -> PodBuilder:
+        """Pod-level limits (spec.resources.limits)."""
+        res = self._spec.setdefault("resources", {}).setdefault("limits", {})
+        res.update({k.replace("_", "-"): str(v) for k, v in resources.items()})
+        return self
+
+    def resized(
+        self, container: int = 0, allocated: Mapping[str, str] | None = None, **actuated: str
+    ) -> PodBuilder:
+        """A container being resized in place: its status reports the ``actuated`` requests
+        (status.containerStatuses[].resources.requests) and the ``allocated`` ones."""
+        name = self._spec["containers"][container]["name"]
+        statuses = self._d["status"].setdefault("containerStatuses", [])
+        cs: JSON = {
+            "name": name,
+            "resources": {"requests": {k.replace("_", "-"): str(v) for k, v in actuated.items()}},
+        }
+        if allocated:
+            cs["allocatedResources"] = dict(allocated)
+        statuses.append(cs)
+        return self
+
+    def pod_level_resized(self, allocated: Mapping[str, str] | None = None, **actuated: str) -> PodBuilder:
+        """The pod level being resized: status.resources.requests and status.allocatedResources."""
+        st = self._d["status"]
+        st["resources"] = {"requests": {k.replace("_", "-"): str(v) for k, v in actuated.items()}}
+        if allocated:
+            st["allocatedResources"] = dict(allocated)
+        return self
+
+    def resize_pending(self, reason: str) -> PodBuilder:
+        """The PodResizePending condition with ``reason`` ("Infeasible" or "Deferred")."""
+        self._d["status"].setdefault("conditions", []).append(
+            {"type": "PodResizePending", "status": "True", "reason": reason}
+        )
+        return self
+
     def host_port(
         self, port: int, protocol: str = "TCP", host_ip: str = "", container: int = 0
     ) -> PodBuilder:

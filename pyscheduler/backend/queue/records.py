@@ -42,7 +42,8 @@ FORCE_ACTIVATE_LABEL = event_label(FORCE_ACTIVATE)
 # (kube's isPodUpdated strips status, resourceVersion and managed fields).
 _NOT_SPEC = frozenset(
     {"resource_version", "phase", "nominated_node_name", "scheduled_condition"}
-    | {"requests", "non_zero_requests"}  # derived from the containers, compared below
+    | {"container_status_requests", "pod_level_status_requests", "resize_pending_reason"}
+    | {"requests", "non_zero_requests", "fit_score_requests"}  # derived, compared below
 )
 _SPEC_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _NOT_SPEC)
 

@@ -522,6 +522,25 @@ def test_post_filter(case: Case) -> None:
         assert env.client.calls == []
 
 
+def test_victims_free_their_pod_level_requests() -> None:
+    # "a" asks 100m per container but 3 CPU at pod level: kube counts (and frees) the 3 CPU. With
+    # every lower-priority pod removed (4 free) the reprieve keeps "b" (1 + 2.5 <= 4), not "a".
+    big = vpod("a", 1, "100m").pod_requests(cpu="3")
+    env = Env([node("n1", "4", big, vpod("b", 1, "1"))])
+    result, status = env.post_filter(vpod("p", 10, "2500m").obj())
+    assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
+    assert env.client.deleted() == ["a"]
+
+
+def test_victim_resized_in_place_frees_what_it_holds() -> None:
+    # "a" wants 1 CPU but its kubelet still holds 3 (allocated): only evicting it makes room for 2.
+    resized = vpod("a", 1, "1").resized(cpu="3", allocated={"cpu": "3"})
+    env = Env([node("n1", "4", resized, vpod("b", 5, "500m"))])
+    result, status = env.post_filter(vpod("p", 10, "2").obj())
+    assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
+    assert env.client.deleted() == ["a"]
+
+
 def test_victim_is_marked_deleted_and_told() -> None:
     env = Env([node("n1", "2", vpod("a", 1, "2"))])
     p = make_pod("p").priority(10).req(cpu="2").scheduler("my-scheduler").obj()

@@ -3,8 +3,11 @@ there plus the pod's requests; among fitting nodes, prefer them by a resource sc
 
 Extension points
 ----------------
-- PreFilter: takes the pod's effective requests (``Pod.requests``: containers, sidecars, init containers
-  and overhead, as kube's ``resourcehelper.PodRequests``) and stores what Filter checks in the CycleState.
+- PreFilter: takes the pod's effective requests (``Pod.requests``: containers, sidecars, init containers,
+  pod-level requests (``spec.resources``, which replace the containers' cpu, memory and hugepages) and
+  overhead, as kube's ``resourcehelper.PodRequests``) and stores what Filter checks in the CycleState.
+  Pods already on the node count the same way, a pod being resized in place at the larger of its desired
+  and allocated requests.
 - Filter: rejects the node with one reason per short resource, all listed:
   "Too many pods" (the node's ``pods`` allocatable), "Insufficient cpu", "Insufficient memory",
   "Insufficient ephemeral-storage", "Insufficient <name>" for extended resources, hugepages-* and other
@@ -17,7 +20,9 @@ Extension points
   allocatable, scored by the strategy and averaged by weight (0-100). For cpu and memory the node's and
   the pod's *non-zero* requests are used (pods requesting nothing count as 100m / 200Mi per container);
   ephemeral-storage and scalar resources use real requests; a scalar resource is scored only if the pod
-  requests it and the node has it.
+  requests it and the node has it. As in kube 1.36 (its scorer is built without the PodLevelResources
+  flag) the pod being scored counts at its containers' requests, not its pod-level ones
+  (``Pod.fit_score_requests``); the pods already on the node count at their pod-level requests.
 - Batch hooks (``filter_nodes``, ``score_nodes``, see ``batch``): the same answers for many nodes at
   once, on NumPy columns (cpu, memory, ephemeral-storage, pods); scalar resources the pod requests,
   out-of-range quantities and small batches go node by node.

@@ -87,15 +87,18 @@ def resource_kind(name: str) -> int:
 
 def pod_request(pod: Pod, kind: int, name: str, use_requested: bool) -> int:
     """kube's calculatePodResourceRequest: cpu and memory use the non-zero defaults (100m, 200Mi for
-    containers that request none) unless ``use_requested``; overhead is included either way."""
+    containers that request none) unless ``use_requested``; overhead is included either way. Without
+    ``use_requested`` (NodeResourcesFit's scorers) pod-level requests are ignored, as kube 1.36 builds
+    those scorers without the PodLevelResources flag (``Pod.fit_score_requests``)."""
+    req = pod.requests if use_requested else pod.fit_score_requests
     if kind == KIND_CPU:
-        return pod.requests.milli_cpu if use_requested else pod.non_zero_requests.milli_cpu
+        return req.milli_cpu
     if kind == KIND_MEMORY:
-        return pod.requests.memory if use_requested else pod.non_zero_requests.memory
+        return req.memory
     if kind == KIND_EPHEMERAL:
-        return pod.requests.ephemeral_storage
+        return req.ephemeral_storage
     if kind == KIND_SCALAR:
-        return pod.requests.scalar.get(name, 0)
+        return req.scalar.get(name, 0)
     return 0
 
 

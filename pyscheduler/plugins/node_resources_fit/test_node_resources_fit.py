@@ -851,6 +851,9 @@ def random_pod(rng: random.Random, name: str, huge: bool = False) -> PodBuilder:
             req["memory"] = rng.choice(["1E", "5000Ti"])
         if req:
             b.res(req, container=c)
+    if rng.random() < 0.15:  # pod-level requests (spec.resources), replacing the containers' cpu/memory
+        pod_level = {"cpu": f"{rng.randint(1, 3000)}m", "memory": str(rng.randint(1, 3 * GI))}
+        b.pod_requests(**dict(rng.sample(sorted(pod_level.items()), rng.randint(1, 2))))
     return b
 
 

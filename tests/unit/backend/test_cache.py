@@ -196,6 +196,25 @@ def test_update_moving_node_and_losing_node_name() -> None:
     assert cache.pod_count() == 0
 
 
+def test_pod_level_and_resized_pods_are_counted_at_what_kube_counts() -> None:
+    cache = Cache()
+    cache.add_node(node("n1", cpu="8"))
+    # pod-level cpu 3 although the container asks 100m
+    cache.add_pod(make_pod("a").req(cpu="100m").pod_requests(cpu="3").node("n1").obj())
+    assert requested_cpu(snap_of(cache), "n1") == 3000
+    # its kubelet resizing it: spec cpu 1, actuated 2, allocated 3 -> the largest, 3
+    old = make_pod("b").req(cpu="1").node("n1").obj()
+    cache.add_pod(old)
+    assert requested_cpu(snap_of(cache), "n1") == 4000
+    resizing = make_pod("b").req(cpu="1").resized(cpu="2", allocated={"cpu": "3"}).node("n1").obj()
+    cache.update_pod(old, resizing)
+    assert requested_cpu(snap_of(cache), "n1") == 6000
+    # the resize marked Infeasible: the desired (spec) value no longer counts, the allocated one does
+    infeasible = make_pod("b").req(cpu="5").resized(cpu="2", allocated={"cpu": "3"}).node("n1")
+    cache.update_pod(resizing, infeasible.resize_pending("Infeasible").obj())
+    assert requested_cpu(snap_of(cache), "n1") == 6000
+
+
 def test_add_pod_without_node_is_ignored() -> None:
     cache = Cache()
     cache.add_pod(pod("a"))
