@@ -84,9 +84,35 @@ def label_value_error(value: str) -> str | None:
     return "; ".join(label_value_errors(value)) or None
 
 
+# ------------------------------------------------------------------------ resource names (v1helper)
+
+DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+REQUESTS_PREFIX = "requests."
+HUGEPAGES_PREFIX = "hugepages-"
+ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    return DEFAULT_NAMESPACE_PREFIX in name
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or is_prefixed_native_resource(name)
+
+
 def is_extended_resource_name(name: str) -> bool:
     """kube's v1helper.IsExtendedResourceName: a name with a domain outside kubernetes.io, not a quota
     ``requests.`` name, and valid as a quota name once ``requests.`` is put in front of it."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
         return False
-    return not qualified_name_errors("requests." + name)
+    return not qualified_name_errors(REQUESTS_PREFIX + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """schedutil.IsScalarResourceName: extended, hugepages-*, kubernetes.io/* and attachable-volumes-*."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(HUGEPAGES_PREFIX)
+        or is_prefixed_native_resource(name)
+        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
+    )

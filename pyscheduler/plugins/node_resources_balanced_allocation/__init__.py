@@ -28,7 +28,6 @@ Score-only: the plugin never rejects a pod, so it registers no cluster events.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.helpers.names import is_scalar_resource_name
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScoreValues
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
@@ -70,31 +70,6 @@ class NodeResourcesBalancedAllocationArgs:
             seen.add(r.name)
             if r.weight != 1:
                 raise ArgsError(f"{path}.resources[{i}].weight", f"Invalid value: {r.weight}: must be 1")
-
-
-# ------------------------------------------------------------------------- resource name classes
-# (the same rules as NodeResourcesFit: kube's schedutil.IsScalarResourceName)
-
-_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _is_extended(name: str) -> bool:
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    prefix, _, short = ("requests." + name).partition("/")
-    if "/" in short or not short or len(short) > 63 or not _QNAME_RE.match(short):
-        return False
-    return len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN_RE.match(prefix))
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    return (
-        _is_extended(name)
-        or name.startswith("hugepages-")
-        or "kubernetes.io/" in name
-        or name.startswith("attachable-volumes-")
-    )
 
 
 _CPU, _MEMORY, _EPHEMERAL, _SCALAR, _NONE = range(5)

@@ -50,6 +50,7 @@ from typing import Any
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import as_node, as_pod
+from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult, ScoreValues
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
@@ -72,8 +73,6 @@ from .scoring import (
     allocatable_requested,
     build_broken_linear_function,
     build_scorer,
-    is_extended_resource_name,
-    is_scalar_resource_name,
     pod_request,
     resource_kind,
 )

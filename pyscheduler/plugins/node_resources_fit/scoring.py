@@ -8,9 +8,12 @@ resources the node lacks, or the pod does not request) are left out of the avera
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
+from pyscheduler.framework.helpers.gomath import go_div
+from pyscheduler.framework.helpers.names import (
+    is_scalar_resource_name,
+)
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE
 from pyscheduler.framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, Pod
 
@@ -24,46 +27,6 @@ from .args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
-
-# --------------------------------------------------------------------------- resource name classes
-
-_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
-REQUESTS_PREFIX = "requests."
-HUGEPAGES_PREFIX = "hugepages-"
-ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    return DEFAULT_NAMESPACE_PREFIX in name
-
-
-def is_native_resource(name: str) -> bool:
-    return "/" not in name or is_prefixed_native_resource(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: a domain-prefixed name outside kubernetes.io that would be a
-    valid quota name ("requests." + name must be a qualified name)."""
-    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
-        return False
-    prefix, _, short = (REQUESTS_PREFIX + name).partition("/")
-    if "/" in short or not short or len(short) > 63 or not _QNAME_RE.match(short):
-        return False
-    return 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN_RE.match(prefix))
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """schedutil.IsScalarResourceName: extended, hugepages-*, kubernetes.io/* and attachable-volumes-*."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith(HUGEPAGES_PREFIX)
-        or is_prefixed_native_resource(name)
-        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
-    )
-
 
 # How a configured resource is read from a NodeInfo.
 KIND_CPU = 0
@@ -123,12 +86,6 @@ def allocatable_requested(
 
 
 # --------------------------------------------------------------------------------------- scorers
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's int64 division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 Scorer = Callable[[Sequence[int], Sequence[int]], int]

@@ -7,6 +7,8 @@ import pytest
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, QueueingHint
 from pyscheduler.framework.events import Resource as EventResource
+from pyscheduler.framework.helpers.gomath import go_div
+from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.plugin_args import ArgsError, decode_args
 from pyscheduler.framework.status import Code, Status
@@ -26,12 +28,7 @@ from pyscheduler.plugins.node_resources_fit import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from pyscheduler.plugins.node_resources_fit.scoring import (
-    build_broken_linear_function,
-    go_div,
-    is_extended_resource_name,
-    is_scalar_resource_name,
-)
+from pyscheduler.plugins.node_resources_fit.scoring import build_broken_linear_function
 from pyscheduler.testing import score_list
 from pyscheduler.testing.builders import (
     NodeBuilder,
