@@ -18,9 +18,13 @@ Where pyscheduler differs from kube-scheduler:
 - A default plugin missing from the registry is left out, with a warning.
 - A negative score weight is an error (kube lets it through); 0 or unset means 1, as in kube.
 - An extender needs a ``urlPrefix`` and a non-negative ``httpTimeout``.
-- ``healthzBindAddress`` / ``metricsBindAddress`` (gone since v1beta3) and ``percentageOfPlacementsToScore``
-  (alpha, TopologyAwareWorkloadScheduling) are accepted and ignored with a warning; the alpha placement
-  extension points are rejected.
+- ``healthzBindAddress`` / ``metricsBindAddress`` are unknown fields in v1 and refused, as kube does.
+  ``percentageOfPlacementsToScore`` (alpha, TopologyAwareWorkloadScheduling) is accepted and ignored with a
+  warning; the alpha placement extension points are rejected.
+- Fields validated like kube but not (yet) acted on are named in ``SchedulerConfig.warnings`` when set:
+  ``parallelism``, ``delayCacheUntilActive``, ``enableProfiling``, ``enableContentionProfiling``,
+  ``clientConnection.acceptContentTypes`` / ``contentType`` (pyscheduler always speaks JSON).
+- A duration longer than the Lease's 32-bit ``leaseDurationSeconds`` is refused for ``leaseDuration``.
 """
 
 from __future__ import annotations
@@ -84,8 +88,6 @@ _TOP_FIELDS = (
     "profiles",
     "extenders",
     "delayCacheUntilActive",
-    "healthzBindAddress",
-    "metricsBindAddress",
 )
 _PROFILE_FIELDS = (
     "schedulerName",
@@ -123,6 +125,14 @@ _EXTENDER_FIELDS = (
 )
 _TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
 
+
+# fields kube validates that pyscheduler accepts but does not act on (yet); named in a warning when set
+_NOT_USED = {
+    "parallelism": "validated but not yet used: pyscheduler runs filters and scores in one thread",
+    "delayCacheUntilActive": "not used: the cache is filled at start whether or not this instance leads",
+    "enableProfiling": "not used: pyscheduler serves no /debug/pprof",
+    "enableContentionProfiling": "not used: pyscheduler serves no /debug/pprof",
+}
 
 # ------------------------------------------------------------------------------------------- YAML
 
@@ -169,6 +179,8 @@ def parse_yaml(text: str, source: str = "<config>") -> Any:
         ) from e
     except yaml.YAMLError as e:
         raise ConfigError("", f"{source}: invalid YAML: {e}") from e
+    except RecursionError as e:
+        raise ConfigError("", f"{source}: invalid YAML: nested too deeply") from e
 
 
 # -------------------------------------------------------------------------------------- durations
@@ -183,7 +195,10 @@ _DURATION_UNITS = {
     "m": Fraction(60),
     "h": Fraction(3600),
 }
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+# ASCII digits only, as Go's time.ParseDuration (Python's \\d also matches other scripts' digits)
+_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+# a Go time.Duration is an int64 of nanoseconds
+_MAX_DURATION_NS = 2**63 - 1
 
 
 def parse_duration(value: Any, path: str = "") -> float:
@@ -208,6 +223,10 @@ def parse_duration(value: Any, path: str = "") -> float:
     if not s or pos != len(s):
         raise ConfigError(
             path, f'invalid duration {value!r}: use a Go duration such as "15s", "1m30s" or "500ms"'
+        )
+    if total * 10**9 > _MAX_DURATION_NS + (1 if sign < 0 else 0):
+        raise ConfigError(
+            path, f"invalid duration {value!r}: out of range (at most 2562047h47m16.854775807s)"
         )
     return float(sign * total)
 
@@ -507,6 +526,32 @@ def _common_queue_sort(profiles: Sequence[Profile], config_indexes: Sequence[dic
             raise ConfigError(where, f'args of queueSort plugin "{qs}" must be the same for all profiles')
 
 
+def _written_queue_sort(raw_profile: Any) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """The profile's queueSort set as written (kube compares it before the MultiPoint expansion)."""
+    plugins = raw_profile.get("plugins") if isinstance(raw_profile, Mapping) else None
+    qs = plugins.get("queueSort") if isinstance(plugins, Mapping) else None
+    if not isinstance(qs, Mapping):
+        return ((), ())
+    enabled = tuple((p["name"], p.get("weight") or 0) for p in qs.get("enabled") or ())
+    disabled = tuple(p["name"] for p in qs.get("disabled") or ())
+    return enabled, disabled
+
+
+def _common_written_queue_sort(raw_profiles: Sequence[Any]) -> None:
+    """kube's validateCommonQueueSort compares each profile's ``plugins.queueSort`` as written (after
+    defaulting, which adds nothing there in v1): writing it in one profile only is an error even when
+    it names the default plugin."""
+    canon = _written_queue_sort(raw_profiles[0])
+    if len(canon[0]) > 1:
+        raise ConfigError(
+            "profiles[0].plugins.queueSort.Enabled",
+            f"Invalid value: {len(canon[0])}: only one queue sort plugin can be enabled",
+        )
+    for i, raw in enumerate(raw_profiles[1:], start=1):
+        if _written_queue_sort(raw) != canon:
+            raise ConfigError(f"profiles[{i}].plugins.queueSort", "must be the same for all profiles")
+
+
 # ------------------------------------------------------------------------------ extenders and co.
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -669,6 +714,12 @@ def _leader_election(raw: Any, path: str) -> LeaderElection:
             f"must be greater than 1.2 x retryPeriod (client-go's JitterFactor); got renewDeadline "
             f"{_fmt_seconds(le.renew_deadline)} and retryPeriod {_fmt_seconds(le.retry_period)}",
         )
+    if le.lease_duration > INT32_MAX:
+        raise ConfigError(
+            obj.at("leaseDuration"),
+            f"must be at most {INT32_MAX}s: the Lease's leaseDurationSeconds is a 32-bit integer, "
+            f"got {_fmt_seconds(le.lease_duration)}",
+        )
     if le.resource_lock != "leases":
         raise ConfigError(obj.at("resourceLock"), f'must be "leases", got {le.resource_lock!r}')
     return le
@@ -740,15 +791,19 @@ def parse_config(
             "podMaxBackoffSeconds",
             f"must be greater than or equal to podInitialBackoffSeconds ({initial}), got {maximum}",
         )
-    addresses: dict[str, str | None] = {}
-    for key in ("healthzBindAddress", "metricsBindAddress"):
-        addresses[key] = obj.string(key) if obj.has(key) else None
-        if addresses[key] is not None:
-            warnings.append(f"{key}: ignored: not part of {API_VERSION}")
     leader_election = _leader_election(obj.get("leaderElection"), "leaderElection")
     client_connection = _client_connection(obj.get("clientConnection"), "clientConnection")
     enable_profiling = obj.boolean("enableProfiling", True)
     enable_contention = obj.boolean("enableContentionProfiling", enable_profiling)
+    delay_cache = obj.boolean("delayCacheUntilActive")
+    for key, note in _NOT_USED.items():
+        if obj.has(key):
+            warnings.append(f"{key}: {note}")
+    if client_connection.accept_content_types or client_connection.content_type != "application/json":
+        warnings.append(
+            "clientConnection.contentType: pyscheduler sends and accepts application/json, "
+            f"not {client_connection.content_type!r} / {client_connection.accept_content_types!r}"
+        )
 
     raw_profiles = obj.array("profiles") or [{}]
     default_name = DEFAULT_SCHEDULER_NAME if len(raw_profiles) == 1 else None
@@ -768,6 +823,7 @@ def parse_config(
         profiles.append(profile)
         indexes.append(index)
     _common_queue_sort(profiles, indexes)
+    _common_written_queue_sort(raw_profiles)
 
     return SchedulerConfig(
         profiles=tuple(profiles),
@@ -778,11 +834,9 @@ def parse_config(
         extenders=_extenders(obj.array("extenders"), "extenders"),
         leader_election=leader_election,
         client_connection=client_connection,
-        delay_cache_until_active=obj.boolean("delayCacheUntilActive"),
+        delay_cache_until_active=delay_cache,
         enable_profiling=enable_profiling,
         enable_contention_profiling=enable_contention,
-        healthz_bind_address=addresses["healthzBindAddress"],
-        metrics_bind_address=addresses["metricsBindAddress"],
         warnings=tuple(warnings),
     )
 
