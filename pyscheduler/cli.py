@@ -110,13 +110,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Leader election on: bind only while the lease is ours and freshly renewed.
         return (not leader_elect) or (leader.is_set() and elector is not None and elector.is_leader())
 
-    app = build_app(
-        config,
-        registry,
-        api,
-        can_bind=can_bind,
-        extenders=_extenders(config),
-    )
+    extenders = _extenders(config)
+    with _startup("cannot build the scheduler"):  # e.g. a plugin's constructor refusing its args
+        app = build_app(config, registry, api, can_bind=can_bind, extenders=extenders)
     server = None
     if args.port:
         from pyscheduler.server import HealthServer
