@@ -67,3 +67,19 @@ def test_metrics_port_in_use(tmp_path: Path) -> None:
     assert line.startswith(f"pyscheduler: cannot serve health and metrics on 127.0.0.1:{port}: ")
     assert "Address already in use" in line
     assert "not-a-real-token" not in out.stderr
+
+
+def test_fields_not_acted_on_are_named_in_a_warning_at_start(tmp_path: Path) -> None:
+    import json
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "parallelism: 4\nclientConnection: {contentType: application/vnd.kubernetes.protobuf}\n"
+    )
+    out = run("--config", str(cfg), "--kubeconfig", str(tmp_path / "absent.yaml"), "--port", "0")
+    error_line(out)  # the missing kubeconfig still ends it in one line
+    logged = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
+    warned = {e["field"]: e for e in logged if e.get("level") == "warning"}
+    assert set(warned) == {"parallelism", "clientConnection.contentType"}
+    assert "application/json" in warned["clientConnection.contentType"]["detail"]
