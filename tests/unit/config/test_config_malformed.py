@@ -15,7 +15,8 @@ kube-scheduler 1.36 rules (pkg/scheduler/apis/config/validation/validation.go) a
   profiles-two-no-name, profiles-duplicate
 - percentageOfNodesToScore in [0, 100], global and per profile ............ percentage-global, percentage-profile
 - podInitialBackoffSeconds > 0; podMaxBackoffSeconds >= initial ........... initial-backoff-zero, max-below-initial
-- plugins removed from v1 refused in enabled lists and in pluginConfig .... removed-plugin, pluginconfig-removed
+- plugins removed from v1 (AzureDisk/Cinder/EBS/GCEPD limits) refused in enabled lists and in
+  pluginConfig (kube names the list entry, we add .name) ..................... removed-plugin, pluginconfig-removed
 - pluginConfig: one entry per plugin; args must match the plugin's type ... pluginconfig-duplicate,
   pluginconfig-args-mismatch, queuesort-args-differ
 - one queueSort plugin; the same queueSort (and args) in every profile .... queuesort-two, queuesort-one-profile,
@@ -170,9 +171,9 @@ CASES = [
         id="max-below-initial",
     ),
     pytest.param(
-        "profiles:\n- plugins:\n    score:\n      enabled: [{name: SelectorSpread}]\n",
+        "profiles:\n- plugins:\n    score:\n      enabled: [{name: EBSLimits}]\n",
         "profiles[0].plugins.score.enabled[0].name",
-        'unknown plugin "SelectorSpread"',
+        'plugin "EBSLimits" was removed from kubescheduler.config.k8s.io/v1',
         id="removed-plugin",
     ),
     pytest.param(
@@ -182,9 +183,9 @@ CASES = [
         id="pluginconfig-duplicate",
     ),
     pytest.param(
-        "profiles:\n- pluginConfig:\n  - {name: NodeLabel, args: {}}\n",
+        "profiles:\n- pluginConfig:\n  - {name: GCEPDLimits, args: {}}\n",
         "profiles[0].pluginConfig[0].name",
-        'unknown plugin "NodeLabel"',
+        'plugin "GCEPDLimits" was removed from kubescheduler.config.k8s.io/v1',
         id="pluginconfig-removed",
     ),
     pytest.param(
