@@ -16,11 +16,12 @@ and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 DEFAULT_PORT = 10259
@@ -83,14 +84,26 @@ def _duration(text: str) -> float:
     return v
 
 
+@contextlib.contextmanager
+def _startup(what: str) -> Iterator[None]:
+    """A start-up step: any failure is one line on stderr and exit code 1, never a traceback."""
+    try:
+        yield
+    except Exception as e:  # every start-up failure ends the same way
+        detail = " ".join(str(e).split()) or type(e).__name__
+        print(f"pyscheduler: {what}: {detail}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def load_config_or_exit(path: str | None, registry: Any) -> Any:
     from pyscheduler.config.load import load_config
     from pyscheduler.framework.plugin_args import ArgsError
 
     try:
         return load_config(path, registry, _extension_points(registry))
-    except (ArgsError, ValueError, OSError) as e:
-        print(f"pyscheduler: invalid configuration{f' in {path}' if path else ''}: {e}", file=sys.stderr)
+    except (ArgsError, ValueError, OSError, RecursionError) as e:
+        detail = " ".join(str(e).split())
+        print(f"pyscheduler: invalid configuration{f' in {path}' if path else ''}: {detail}", file=sys.stderr)
         raise SystemExit(2) from e
 
 
@@ -106,18 +119,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     log = structlog.get_logger("pyscheduler")
     registry = _registry()
     config = load_config_or_exit(config_path(args.config)[0], registry)
+    for warning in config.warnings:
+        field, _, detail = warning.partition(": ")
+        log.warning("configuration field not acted on", field=field, detail=detail)
 
     from pyscheduler.client.api import Api
     from pyscheduler.client.connection import load_configuration
 
     kubeconfig = args.kubeconfig or (config.client_connection.kubeconfig or None)
-    conf = load_configuration(kubeconfig, in_cluster_dir=args.in_cluster_dir)
-    api = Api(
-        conf,
-        qps=config.client_connection.qps,
-        burst=config.client_connection.burst,
-        http_worker=args.http_worker,
-    )
+    with _startup("cannot load the kubeconfig" + (f" {kubeconfig}" if kubeconfig else "")):
+        conf = load_configuration(kubeconfig, in_cluster_dir=args.in_cluster_dir)
+    with _startup("cannot create the API client"):
+        api = Api(
+            conf,
+            qps=config.client_connection.qps,
+            burst=config.client_connection.burst,
+            http_worker=args.http_worker,
+        )
     if api.http_worker_pid is not None:
         log.info("sending API writes from a worker process", pid=api.http_worker_pid)
 
@@ -132,26 +150,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Leader election on: bind only while the lease is ours and freshly renewed.
         return (not leader_elect) or (leader.is_set() and elector is not None and elector.is_leader())
 
-    app = build_app(
-        config,
-        registry,
-        api,
-        can_bind=can_bind,
-        extenders=_extenders(config),
-        slow_plugin_threshold=args.slow_plugin_threshold,
-    )
+    extenders = _extenders(config)
+    with _startup("cannot build the scheduler"):  # e.g. a plugin's constructor refusing its args
+        app = build_app(
+            config,
+            registry,
+            api,
+            can_bind=can_bind,
+            extenders=extenders,
+            slow_plugin_threshold=args.slow_plugin_threshold,
+        )
     server = None
     if args.port:
         from pyscheduler.server import HealthServer
 
-        server = HealthServer(
-            app,
-            port=args.port,
-            address=args.address,
-            cert_file=args.tls_cert_file,
-            key_file=args.tls_private_key_file,
-        )
-        server.start()
+        with _startup(f"cannot serve health and metrics on {args.address}:{args.port}"):
+            server = HealthServer(
+                app,
+                port=args.port,
+                address=args.address,
+                cert_file=args.tls_cert_file,
+                key_file=args.tls_private_key_file,
+            )
+            server.start()
 
     stop = threading.Event()
 

@@ -7,6 +7,7 @@ import sys
 
 import orjson
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 
 
 def _orjson_dumps(obj: object, default: object = None) -> str:
@@ -24,11 +25,17 @@ def setup_logging(fmt: str = "auto", level: str = "info") -> None:
     ]
     if use_json:
         processors += [
-            structlog.processors.dict_tracebacks,
+            # never render a frame's local variables: a request's headers (a bearer token) can be one
+            structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
             structlog.processors.JSONRenderer(serializer=_orjson_dumps),
         ]
     else:
-        processors += [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+        # plain_traceback pinned: the default becomes rich's (locals shown) when rich is installed
+        processors += [
+            structlog.dev.ConsoleRenderer(
+                colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+            )
+        ]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(lvl),

@@ -16,7 +16,8 @@ from pyscheduler.config.defaults import (
     PluginSetSpec,
     resolve_plugins,
 )
-from pyscheduler.config.load import load_config, parse_config, parse_duration, parse_yaml
+from pyscheduler.config.load import load_config, parse_config
+from pyscheduler.config.parsing import parse_duration, parse_yaml
 from pyscheduler.config.types import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,

@@ -18,9 +18,13 @@ Where pyscheduler differs from kube-scheduler:
 - A default plugin missing from the registry is left out, with a warning.
 - A negative score weight is an error (kube lets it through); 0 or unset means 1, as in kube.
 - An extender needs a ``urlPrefix`` and a non-negative ``httpTimeout``.
-- ``healthzBindAddress`` / ``metricsBindAddress`` (gone since v1beta3) and ``percentageOfPlacementsToScore``
-  (alpha, TopologyAwareWorkloadScheduling) are accepted and ignored with a warning; the alpha placement
-  extension points are rejected.
+- ``healthzBindAddress`` / ``metricsBindAddress`` are unknown fields in v1 and refused, as kube does.
+  ``percentageOfPlacementsToScore`` (alpha, TopologyAwareWorkloadScheduling) is accepted and ignored with a
+  warning; the alpha placement extension points are rejected.
+- Fields validated like kube but not (yet) acted on are named in ``SchedulerConfig.warnings`` when set:
+  ``parallelism``, ``delayCacheUntilActive``, ``enableProfiling``, ``enableContentionProfiling``,
+  ``clientConnection.acceptContentTypes`` / ``contentType`` (pyscheduler always speaks JSON).
+- A duration longer than the Lease's 32-bit ``leaseDurationSeconds`` is refused for ``leaseDuration``.
 """
 
 from __future__ import annotations
@@ -31,8 +35,6 @@ import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
-
-import yaml
 
 from pyscheduler.config.defaults import (
     KUBE_IN_TREE_PLUGINS,
@@ -45,6 +47,7 @@ from pyscheduler.config.defaults import (
     resolve_plugins,
     suggest,
 )
+from pyscheduler.config.parsing import fmt_seconds, parse_duration, parse_yaml
 from pyscheduler.config.types import (
     API_VERSION,
     DEFAULT_EXTENDER_HTTP_TIMEOUT,
@@ -84,8 +87,6 @@ _TOP_FIELDS = (
     "profiles",
     "extenders",
     "delayCacheUntilActive",
-    "healthzBindAddress",
-    "metricsBindAddress",
 )
 _PROFILE_FIELDS = (
     "schedulerName",
@@ -124,97 +125,13 @@ _EXTENDER_FIELDS = (
 _TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
 
 
-# ------------------------------------------------------------------------------------------- YAML
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys (kube's strict decoding does)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable key: let the normal constructor report it
-            break
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping",
-                node.start_mark,
-                f"found duplicate key {key!r}",
-                key_node.start_mark,
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def parse_yaml(text: str, source: str = "<config>") -> Any:
-    """One YAML document; syntax errors are ConfigErrors naming the line."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        problem = e.problem or e.context or "invalid YAML"
-        if mark is None:
-            raise ConfigError("", f"{source}: invalid YAML: {problem}") from e
-        raise ConfigError(
-            "", f"{source}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {problem}", line=mark.line + 1
-        ) from e
-    except yaml.YAMLError as e:
-        raise ConfigError("", f"{source}: invalid YAML: {e}") from e
-
-
-# -------------------------------------------------------------------------------------- durations
-
-_DURATION_UNITS = {
-    "ns": Fraction(1, 10**9),
-    "us": Fraction(1, 10**6),
-    "\u00b5s": Fraction(1, 10**6),
-    "\u03bcs": Fraction(1, 10**6),
-    "ms": Fraction(1, 1000),
-    "s": Fraction(1),
-    "m": Fraction(60),
-    "h": Fraction(3600),
+# fields kube validates that pyscheduler accepts but does not act on (yet); named in a warning when set
+_NOT_USED = {
+    "parallelism": "validated but not yet used: pyscheduler runs filters and scores in one thread",
+    "delayCacheUntilActive": "not used: the cache is filled at start whether or not this instance leads",
+    "enableProfiling": "not used: pyscheduler serves no /debug/pprof",
+    "enableContentionProfiling": "not used: pyscheduler serves no /debug/pprof",
 }
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def parse_duration(value: Any, path: str = "") -> float:
-    """Seconds from a Go duration string (``time.ParseDuration``: "300ms", "-1.5h", "2h45m", "0")."""
-    if not isinstance(value, str):
-        raise ConfigError(path, f'must be a duration string such as "15s", got {value!r}')
-    s = value
-    sign = 1
-    if s[:1] in ("+", "-"):
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    total = Fraction(0)
-    pos = 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            break
-        total += Fraction(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if not s or pos != len(s):
-        raise ConfigError(
-            path, f'invalid duration {value!r}: use a Go duration such as "15s", "1m30s" or "500ms"'
-        )
-    return float(sign * total)
-
-
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds:g}s"
-
 
 # ------------------------------------------------------------------------------------ field reader
 
@@ -507,6 +424,32 @@ def _common_queue_sort(profiles: Sequence[Profile], config_indexes: Sequence[dic
             raise ConfigError(where, f'args of queueSort plugin "{qs}" must be the same for all profiles')
 
 
+def _written_queue_sort(raw_profile: Any) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """The profile's queueSort set as written (kube compares it before the MultiPoint expansion)."""
+    plugins = raw_profile.get("plugins") if isinstance(raw_profile, Mapping) else None
+    qs = plugins.get("queueSort") if isinstance(plugins, Mapping) else None
+    if not isinstance(qs, Mapping):
+        return ((), ())
+    enabled = tuple((p["name"], p.get("weight") or 0) for p in qs.get("enabled") or ())
+    disabled = tuple(p["name"] for p in qs.get("disabled") or ())
+    return enabled, disabled
+
+
+def _common_written_queue_sort(raw_profiles: Sequence[Any]) -> None:
+    """kube's validateCommonQueueSort compares each profile's ``plugins.queueSort`` as written (after
+    defaulting, which adds nothing there in v1): writing it in one profile only is an error even when
+    it names the default plugin."""
+    canon = _written_queue_sort(raw_profiles[0])
+    if len(canon[0]) > 1:
+        raise ConfigError(
+            "profiles[0].plugins.queueSort.Enabled",
+            f"Invalid value: {len(canon[0])}: only one queue sort plugin can be enabled",
+        )
+    for i, raw in enumerate(raw_profiles[1:], start=1):
+        if _written_queue_sort(raw) != canon:
+            raise ConfigError(f"profiles[{i}].plugins.queueSort", "must be the same for all profiles")
+
+
 # ------------------------------------------------------------------------------ extenders and co.
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -656,18 +599,24 @@ def _leader_election(raw: Any, path: str) -> LeaderElection:
         ("retryPeriod", le.retry_period),
     ):
         if value <= 0:
-            raise ConfigError(obj.at(key), f"must be greater than zero, got {_fmt_seconds(value)}")
+            raise ConfigError(obj.at(key), f"must be greater than zero, got {fmt_seconds(value)}")
     if le.lease_duration <= le.renew_deadline:
         raise ConfigError(
             obj.at("leaseDuration"),
-            f"must be greater than renewDeadline ({_fmt_seconds(le.lease_duration)} <= "
-            f"{_fmt_seconds(le.renew_deadline)})",
+            f"must be greater than renewDeadline ({fmt_seconds(le.lease_duration)} <= "
+            f"{fmt_seconds(le.renew_deadline)})",
         )
     if Fraction(le.renew_deadline) <= LEADER_ELECTION_JITTER * Fraction(le.retry_period):
         raise ConfigError(
             obj.at("renewDeadline"),
             f"must be greater than 1.2 x retryPeriod (client-go's JitterFactor); got renewDeadline "
-            f"{_fmt_seconds(le.renew_deadline)} and retryPeriod {_fmt_seconds(le.retry_period)}",
+            f"{fmt_seconds(le.renew_deadline)} and retryPeriod {fmt_seconds(le.retry_period)}",
+        )
+    if le.lease_duration > INT32_MAX:
+        raise ConfigError(
+            obj.at("leaseDuration"),
+            f"must be at most {INT32_MAX}s: the Lease's leaseDurationSeconds is a 32-bit integer, "
+            f"got {fmt_seconds(le.lease_duration)}",
         )
     if le.resource_lock != "leases":
         raise ConfigError(obj.at("resourceLock"), f'must be "leases", got {le.resource_lock!r}')
@@ -740,15 +689,19 @@ def parse_config(
             "podMaxBackoffSeconds",
             f"must be greater than or equal to podInitialBackoffSeconds ({initial}), got {maximum}",
         )
-    addresses: dict[str, str | None] = {}
-    for key in ("healthzBindAddress", "metricsBindAddress"):
-        addresses[key] = obj.string(key) if obj.has(key) else None
-        if addresses[key] is not None:
-            warnings.append(f"{key}: ignored: not part of {API_VERSION}")
     leader_election = _leader_election(obj.get("leaderElection"), "leaderElection")
     client_connection = _client_connection(obj.get("clientConnection"), "clientConnection")
     enable_profiling = obj.boolean("enableProfiling", True)
     enable_contention = obj.boolean("enableContentionProfiling", enable_profiling)
+    delay_cache = obj.boolean("delayCacheUntilActive")
+    for key, note in _NOT_USED.items():
+        if obj.has(key):
+            warnings.append(f"{key}: {note}")
+    if client_connection.accept_content_types or client_connection.content_type != "application/json":
+        warnings.append(
+            "clientConnection.contentType: pyscheduler sends and accepts application/json, "
+            f"not {client_connection.content_type!r} / {client_connection.accept_content_types!r}"
+        )
 
     raw_profiles = obj.array("profiles") or [{}]
     default_name = DEFAULT_SCHEDULER_NAME if len(raw_profiles) == 1 else None
@@ -768,6 +721,7 @@ def parse_config(
         profiles.append(profile)
         indexes.append(index)
     _common_queue_sort(profiles, indexes)
+    _common_written_queue_sort(raw_profiles)
 
     return SchedulerConfig(
         profiles=tuple(profiles),
@@ -778,11 +732,9 @@ def parse_config(
         extenders=_extenders(obj.array("extenders"), "extenders"),
         leader_election=leader_election,
         client_connection=client_connection,
-        delay_cache_until_active=obj.boolean("delayCacheUntilActive"),
+        delay_cache_until_active=delay_cache,
         enable_profiling=enable_profiling,
         enable_contention_profiling=enable_contention,
-        healthz_bind_address=addresses["healthzBindAddress"],
-        metrics_bind_address=addresses["metricsBindAddress"],
         warnings=tuple(warnings),
     )
 

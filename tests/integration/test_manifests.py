@@ -1,7 +1,8 @@
 """The deployment manifests (``manifests/``, a kustomize base) against the real API server.
 
 - ``kubectl kustomize manifests`` renders the expected objects, Namespace first;
-- the ClusterRole grants exactly what the daemon uses, no wildcards, every kind the daemon watches, and
+- the ClusterRole and the lease Role grant exactly the calls derived from pyscheduler/'s code (both ways:
+  nothing granted is unused, nothing called is missing), no wildcards, every kind the daemon watches, and
   nothing kube-scheduler's own ``system:kube-scheduler`` + ``system:volume-scheduler`` roles do not grant;
 - every Deployment container runs with the restricted security context;
 - the ConfigMap's KubeSchedulerConfiguration passes pyscheduler's loader;
@@ -37,28 +38,106 @@ LEASE = "py-scheduler"
 
 Doc = dict[str, Any]
 
-# The ClusterRole, exactly: (API group, resource) -> verbs.
-EXPECTED_CLUSTER_ROLE: dict[tuple[str, str], set[str]] = {
-    ("", "pods"): {"get", "list", "watch", "delete"},
-    ("", "pods/binding"): {"create"},
-    ("", "pods/status"): {"patch", "update"},
-    ("", "nodes"): {"get", "list", "watch"},
-    ("", "events"): {"create", "patch", "update"},
-    ("events.k8s.io", "events"): {"create", "patch", "update"},
-    ("", "persistentvolumeclaims"): {"get", "list", "watch", "patch", "update"},
-    ("", "persistentvolumes"): {"get", "list", "watch", "patch", "update"},
-    ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
-    ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
-    ("storage.k8s.io", "csidrivers"): {"get", "list", "watch"},
-    ("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch"},
-    ("storage.k8s.io", "volumeattachments"): {"get", "list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
-    ("", "namespaces"): {"get", "list", "watch"},
-    ("", "services"): {"get", "list", "watch"},
-    ("", "replicationcontrollers"): {"get", "list", "watch"},
-    ("apps", "replicasets"): {"get", "list", "watch"},
-    ("apps", "statefulsets"): {"get", "list", "watch"},
+# ------------------------------------------------------------ the API calls, derived from the code
+
+PKG = REPO_ROOT / "pyscheduler"
+# Api methods that take the kind first, and the RBAC verb each sends
+_KIND_VERBS = {"get": "get", "create": "create", "update": "update", "patch": "patch", "delete": "delete"}
+# Api methods with a fixed target; any reference to one (a call, a bound method handed to the writer,
+# a getattr by name) counts as a use
+_FIXED = {
+    "patch_pod_status": ("", "pods/status", "patch"),
+    "add_pod_condition": ("", "pods/status", "patch"),
+    "delete_pod": ("", "pods", "delete"),
+    "create_event": ("events.k8s.io", "events", "create"),
 }
+# bind is also a plugin's and an extender's method name: only on an API client it is the binding POST
+_CLIENT_BIND = ("", "pods/binding", "create")
+
+
+def _group_resource(kind: str) -> tuple[str, str]:
+    from pyscheduler.client.api import KINDS
+
+    prefix, resource, _ = KINDS[kind]
+    return ("" if prefix == "/api/v1" else prefix.split("/")[2]), resource
+
+
+def _path_group_resource(path: str) -> tuple[str, str]:
+    parts = path.strip("/").split("/")
+    return ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
+
+
+def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of every write or single-object read these files make through the Api.
+
+    Walks the syntax trees: ``<x>api.<verb>(KIND, ...)`` / ``<x>client.<verb>(KIND, ...)`` with KIND a
+    string or a module-level string constant, ``client.bind``, and any reference to the fixed-target
+    methods. An Api call it cannot resolve (a raw ``request``, a kind in a variable) fails the test.
+    """
+    import ast
+
+    trees = {f: ast.parse(f.read_text(encoding="utf-8")) for f in files}
+    consts: dict[str, str] = {}
+    for pkg_file in PKG.rglob("*.py"):
+        for stmt in ast.parse(pkg_file.read_text(encoding="utf-8")).body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name) and isinstance(stmt.value.value, str):
+                        consts[target.id] = stmt.value.value
+    used: set[tuple[str, str, str]] = set()
+    for f, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in _FIXED:
+                used.add(_FIXED[node.attr])
+            if isinstance(node, ast.Constant) and node.value in _FIXED:
+                used.add(_FIXED[node.value])  # getattr(client, "patch_pod_status")
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            receiver = ast.unparse(node.func.value)
+            if not receiver.endswith(("api", "client")):
+                continue
+            where = f"{f.relative_to(REPO_ROOT)}:{node.lineno}"
+            method = node.func.attr
+            if method == "bind":
+                used.add(_CLIENT_BIND)
+            elif method == "request":
+                raise AssertionError(f"{where}: a raw request; give it an Api method so RBAC can be derived")
+            elif method in _KIND_VERBS:
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    kind = arg.value
+                elif isinstance(arg, ast.Name) and arg.id in consts:
+                    kind = consts[arg.id]
+                else:
+                    raise AssertionError(f"{where}: {method} of a kind this test cannot resolve")
+                used.add((*_group_resource(kind), _KIND_VERBS[method]))
+    return used
+
+
+def watched_paths() -> list[str]:
+    from pyscheduler.app import OBJECT_KINDS
+
+    return ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+
+
+def daemon_calls() -> set[tuple[str, str, str]]:
+    """Everything the daemon sends: list + watch of each watched kind, and the calls in its code (all of
+    pyscheduler/ but explain, which runs with the caller's credentials, and the test helpers)."""
+    files = [
+        f
+        for f in PKG.rglob("*.py")
+        if not f.name.startswith("test_") and "testing" not in f.parts and f.name != "explain.py"
+    ]
+    used = code_calls(files)
+    for path in watched_paths():
+        used |= {(*_path_group_resource(path), verb) for verb in ("list", "watch")}
+    return used
+
+
+def explain_calls() -> set[tuple[str, str, str]]:
+    used = code_calls([PKG / "explain.py"])
+    return used | {(*_path_group_resource(path), "list") for path in watched_paths()}
+
 
 
 def eventually(fn: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:
@@ -154,6 +233,7 @@ def test_kustomize_renders_the_base(rendered: list[Doc]) -> None:
         ("Namespace", NAMESPACE),
         ("ServiceAccount", SERVICE_ACCOUNT),
         ("ClusterRole", "py-scheduler"),
+        ("ClusterRole", "py-scheduler-explain"),
         ("ClusterRoleBinding", "py-scheduler"),
         ("Role", "py-scheduler-leader-election"),
         ("RoleBinding", "py-scheduler-leader-election"),
@@ -178,19 +258,45 @@ def test_kustomize_renders_the_base(rendered: list[Doc]) -> None:
 
 
 def test_cluster_role_has_no_wildcards(rendered: list[Doc]) -> None:
-    for kind in ("ClusterRole", "Role"):
-        role = find(rendered, kind)
+    roles = [d for d in rendered if d["kind"] in ("ClusterRole", "Role")]
+    assert len(roles) == 3
+    for role in roles:
         bad = [s for s in strings(role) if "*" in s]
-        assert not bad, f"{kind} {role['metadata']['name']} has wildcards: {bad}"
+        assert not bad, f"{role['kind']} {role['metadata']['name']} has wildcards: {bad}"
 
 
-def test_cluster_role_grants_exactly_what_the_daemon_uses(rendered: list[Doc]) -> None:
+def test_code_derived_calls_are_found() -> None:
+    # the scan sees what the daemon is known to do; if it stopped finding these it would prove nothing
+    calls = daemon_calls()
+    for call in [
+        ("", "pods/binding", "create"),
+        ("", "pods/status", "patch"),
+        ("", "pods", "delete"),
+        ("events.k8s.io", "events", "create"),
+        ("", "persistentvolumes", "patch"),
+        ("", "persistentvolumeclaims", "patch"),
+        ("coordination.k8s.io", "leases", "update"),
+        ("", "pods", "watch"),
+    ]:
+        assert call in calls
+    assert ("", "pods", "get") in explain_calls() and ("", "pods", "get") not in calls
+
+
+def test_rbac_grants_exactly_what_the_daemon_code_calls(rendered: list[Doc]) -> None:
     role = find(rendered, "ClusterRole", "py-scheduler")
     assert all(not r.get("resourceNames") and not r.get("nonResourceURLs") for r in role["rules"])
-    expected = {(g, res, v) for (g, res), verbs in EXPECTED_CLUSTER_ROLE.items() for v in verbs}
-    got = grants(role["rules"])
-    assert got - expected == set(), "granted but not used"
-    assert expected - got == set(), "used but not granted"
+    lease_role = find(rendered, "Role", "py-scheduler-leader-election")
+    got = grants(role["rules"]) | grants(lease_role["rules"])
+    used = daemon_calls()
+    assert got - used == set(), "granted but never called"
+    assert used - got == set(), "called but not granted"
+    # cluster-wide only what is not the Lease
+    assert {g for g, _, _ in grants(role["rules"])}.isdisjoint({"coordination.k8s.io"})
+
+
+def test_explain_role_grants_exactly_what_explain_reads(rendered: list[Doc]) -> None:
+    role = find(rendered, "ClusterRole", "py-scheduler-explain")
+    assert grants(role["rules"]) == explain_calls()
 
 
 def test_cluster_role_covers_every_kind_the_daemon_watches(rendered: list[Doc]) -> None:
@@ -478,7 +584,7 @@ def test_service_account_can_do_what_the_daemon_does(
     assert forbidden(lambda: api.create("Lease", "default", {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}}))
 
-    # --- pod writes: status patch and update, events (both groups), binding, delete
+    # --- pod writes: status patch, events.k8s.io events, binding, delete (and the refused get, PUT, core events)
     (node,) = cluster.create_nodes(1, prefix=f"mf-{ns}", cpu="2", memory="4Gi", pods=10)
     pv_name = f"mf-{ns}-pv"
     try:
@@ -495,18 +601,20 @@ def test_service_account_can_do_what_the_daemon_does(
         cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "test"}
         out = api.patch_pod_status(ns, "victim", condition=cond, nominated_node_name=node)
         assert out is not None and out["status"]["nominatedNodeName"] == node
-        current = api.get("Pod", ns, "victim")
+        current = cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/victim")
         current["status"]["nominatedNodeName"] = None
-        api.request("PUT", f"/api/v1/namespaces/{ns}/pods/victim/status", body=current)
+        # not granted: the daemon never GETs a pod nor PUTs a status
+        assert forbidden(lambda: api.get("Pod", ns, "victim"))
+        assert forbidden(lambda: api.request("PUT", f"/api/v1/namespaces/{ns}/pods/victim/status", body=current))
         api.create_event(event_body(pod, "Warning", "FailedScheduling", "Scheduling", "manifest test",
                                     reporting_controller="py-scheduler", reporting_instance=identity,
                                     now=time.time()))
-        api.request("POST", f"/api/v1/namespaces/{ns}/events", body={
+        assert forbidden(lambda: api.request("POST", f"/api/v1/namespaces/{ns}/events", body={
             "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"victim.{uuid.uuid4().hex[:8]}"},
             "involvedObject": {"kind": "Pod", "namespace": ns, "name": "victim", "uid": pod.uid},
             "reason": "Test", "message": "manifest test", "type": "Normal",
             "source": {"component": "py-scheduler"},
-        })
+        }))  # core "" events: the daemon writes events.k8s.io only
         assert api.bind(pod, node) is None
         assert cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/victim")["spec"]["nodeName"] == node
         assert api.delete_pod(ns, "victim", uid=pod.uid, grace_period_seconds=0) is True
@@ -524,9 +632,10 @@ def test_service_account_can_do_what_the_daemon_does(
         })
         note = {"metadata": {"annotations": {"pyscheduler.test/manifests": "yes"}}}
         api.patch("PersistentVolume", None, pv_name, note)
-        api.update("PersistentVolume", None, pv_name, api.get("PersistentVolume", None, pv_name))
         api.patch("PersistentVolumeClaim", ns, "claim", note)
-        api.update("PersistentVolumeClaim", ns, "claim", api.get("PersistentVolumeClaim", ns, "claim"))
+        pv = cluster.api("GET", f"/api/v1/persistentvolumes/{pv_name}")
+        assert forbidden(lambda: api.update("PersistentVolume", None, pv_name, pv))
+        assert forbidden(lambda: api.get("PersistentVolumeClaim", ns, "claim"))
 
         # --- and nothing more
         assert forbidden(lambda: api.list("/api/v1/secrets"))

@@ -42,8 +42,8 @@ StorageClass, CSINode, and (when served) CSIDriver and CSIStorageCapacity. A Sto
 their CSI form before the node-affinity check.
 
 Args (VolumeBindingArgs): ``bindTimeoutSeconds`` (default 600, must be >= 0; kept for
-compatibility, nothing waits on it here) and ``shape`` (the capacity-scoring function; accepted
-and validated as kube does when the feature is on, otherwise unused).
+compatibility, nothing waits on it here) and ``shape`` (the capacity-scoring function): refused, as
+kube 1.36 refuses it while its StorageCapacityScoring feature gate is off (the default).
 """
 
 from __future__ import annotations
@@ -160,38 +160,13 @@ class VolumeBindingArgs:
                 "should not be a negative value",
             )
         if self.shape is not None:
-            _validate_shape(self.shape, f"{path}.shape")
-
-
-def _validate_shape(shape: Any, path: str) -> None:
-    if not isinstance(shape, list | tuple):
-        raise ArgsError(path, f"must be a list, got {type(shape).__name__}")
-    if not shape:
-        raise ArgsError(path, "Required value: at least one point must be specified")
-    points: list[tuple[int, int]] = []
-    for i, p in enumerate(shape):
-        if not isinstance(p, Mapping):
-            raise ArgsError(f"{path}[{i}]", f"must be an object, got {type(p).__name__}")
-        unknown = [k for k in p if k not in ("utilization", "score")]
-        if unknown:
-            raise ArgsError(f"{path}[{i}].{unknown[0]}", "unknown field; known fields: score, utilization")
-        u, s = p.get("utilization", 0), p.get("score", 0)
-        for key, v in (("utilization", u), ("score", s)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ArgsError(f"{path}[{i}].{key}", f"must be an integer, got {v!r}")
-        points.append((u, s))
-    for i in range(1, len(points)):
-        if points[i - 1][0] >= points[i][0]:
+            # kube 1.36: the StorageCapacityScoring gate is off, and any shape (even []) is refused so
+            # that a config does not change meaning the day the gate turns on
             raise ArgsError(
-                f"{path}[{i}].utilization",
-                f"Invalid value: {points[i][0]}: should be greater than previous element",
+                f"{path}.shape",
+                "Invalid value: unexpected field `shape`, remove it or turn on the feature gate "
+                "StorageCapacityScoring",
             )
-    for i, (u, s) in enumerate(points):
-        if not 0 <= u <= 100:
-            raise ArgsError(f"{path}[{i}].utilization", f"Invalid value: {u}: not in valid range [0, 100]")
-        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
-            msg = f"Invalid value: {s}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-            raise ArgsError(f"{path}[{i}].score", msg)
 
 
 # ----------------------------------------------------------------------------------------- state

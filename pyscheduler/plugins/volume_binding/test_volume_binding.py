@@ -1007,13 +1007,8 @@ def test_args_defaults() -> None:
         ({"bindTimeoutSeconds": -1}, "args.bindTimeoutSeconds"),
         ({"bindTimeoutSeconds": "10"}, "args.bindTimeoutSeconds"),
         ({"shape": []}, "args.shape"),
-        (
-            {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]},
-            "args.shape[1].utilization",
-        ),
-        ({"shape": [{"utilization": 101, "score": 1}]}, "args.shape[0].utilization"),
-        ({"shape": [{"utilization": 0, "score": 11}]}, "args.shape[0].score"),
-        ({"shape": [{"utilization": 0, "points": 1}]}, "args.shape[0].points"),
+        # StorageCapacityScoring is off in kube 1.36: even a well-formed shape is refused
+        ({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}, "args.shape"),
         ({"bindTimeout": 5}, "args.bindTimeout"),
     ],
 )
@@ -1024,15 +1019,9 @@ def test_bad_args(raw: Obj, path: str) -> None:
 
 
 def test_good_args() -> None:
-    args = PLUGIN.decode(
-        {
-            "bindTimeoutSeconds": 0,
-            "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
-        },
-        "args",
-    )
+    args = PLUGIN.decode({"bindTimeoutSeconds": 0, "shape": None}, "args")
     assert args.bind_timeout_seconds == 0
-    assert len(args.shape) == 2
+    assert args.shape is None
 
 
 # ------------------------------------------------------------------------------------ events

@@ -1053,22 +1053,34 @@ def test_top_level_values() -> None:
     assert (c.client_connection.qps, c.client_connection.burst) == (50.0, 100)  # 0 means the default
 
 
-def test_pre_v1_and_alpha_fields_are_ignored_with_warnings() -> None:
+def test_alpha_and_unused_fields_are_accepted_with_warnings() -> None:
     c = parse(
         cfg(
-            healthzBindAddress="0.0.0.0:10251",
-            metricsBindAddress="0.0.0.0:10251",
             percentageOfPlacementsToScore=50,
+            parallelism=4,
+            delayCacheUntilActive=True,
+            clientConnection={"contentType": "application/vnd.kubernetes.protobuf"},
             profiles=[{"percentageOfPlacementsToScore": 10, "plugins": {"placementScore": {}}}],
         )
     )
-    assert c.healthz_bind_address == c.metrics_bind_address == "0.0.0.0:10251"
+    assert (c.parallelism, c.delay_cache_until_active) == (4, True)
     assert c.warnings == (
         "percentageOfPlacementsToScore: ignored: pyscheduler does not schedule placements",
-        "healthzBindAddress: ignored: not part of kubescheduler.config.k8s.io/v1",
-        "metricsBindAddress: ignored: not part of kubescheduler.config.k8s.io/v1",
+        "parallelism: validated but not yet used: pyscheduler runs filters and scores in one thread",
+        "delayCacheUntilActive: not used: the cache is filled at start whether or not this instance leads",
+        "clientConnection.contentType: pyscheduler sends and accepts application/json, "
+        "not 'application/vnd.kubernetes.protobuf' / ''",
         "profiles[0].percentageOfPlacementsToScore: ignored: pyscheduler does not schedule placements",
     )
+
+
+@pytest.mark.parametrize("key", ["healthzBindAddress", "metricsBindAddress"])
+def test_pre_v1_bind_addresses_are_refused(key: str) -> None:
+    # kube 1.36 decodes v1 strictly: these fields left with v1beta3
+    with pytest.raises(ConfigError) as e:
+        parse(cfg(**{key: "0.0.0.0:10251"}))
+    assert e.value.path == key
+    assert "unknown field" in str(e.value)
 
 
 # --------------------------------------------------------------------------------- leader election
@@ -1358,7 +1370,12 @@ def test_load_full_file() -> None:
     assert (ext.weight, ext.http_timeout, ext.enable_https) == (3, 1.5, True)
     assert ext.tls_config == ExtenderTLSConfig(insecure=True, ca_data=b"hello")
     assert ext.managed_resources == (ExtenderManagedResource("example.com/gpu", True),)
-    assert c.warnings == ()
+    # the file sets fields pyscheduler validates but does not act on: each is named
+    assert [w.split(":")[0] for w in c.warnings] == [
+        "parallelism",
+        "delayCacheUntilActive",
+        "enableProfiling",
+    ]
 
 
 @pytest.mark.parametrize(
