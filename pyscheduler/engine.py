@@ -333,7 +333,10 @@ class Engine:
             r = self._result(wp.pod.key)
             r.waiting = list(wp.pending_plugins())
         for key, scores in self._last_scores.items():
-            self._result(key).scores = scores
+            r = self._result(key)
+            # the node the pod got first among its equals, then the top ``top_nodes``
+            ordered = sorted(scores, key=lambda s: (-s.total, s.node != r.node))
+            r.scores = ordered[: self.top_nodes]
 
     # -------------------------------------------------------------------------------- hooks
     def _instrument(self, fwk: Framework) -> None:
@@ -345,8 +348,11 @@ class Engine:
             rows, st = fwk.run_score_plugins(state, pod, nodes)
             if st is not None and not st.is_success():
                 return np.zeros(0, dtype=np.int64), st
-            ranked = sorted(rows, key=lambda r: -r[1])[: engine.top_nodes]
-            engine._last_scores[pod.key] = [NodeScores(n, int(t), dict(pl)) for n, t, pl in ranked]
+            ranked = sorted(rows, key=lambda r: -r[1])
+            best = ranked[0][1] if ranked else 0
+            # the top nodes, plus every node tied at the top (the pick among them is the RNG's)
+            kept = [r for i, r in enumerate(ranked) if i < engine.top_nodes or r[1] == best]
+            engine._last_scores[pod.key] = [NodeScores(n, int(t), dict(pl)) for n, t, pl in kept]
             return np.array([t for _, t, _ in rows], dtype=np.int64), st
 
         fwk.run_score_plugins_totals = totals  # type: ignore[method-assign]

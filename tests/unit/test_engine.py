@@ -119,3 +119,10 @@ def test_tens_of_nodes_in_milliseconds() -> None:
     per_pod = (time.perf_counter() - t) / 50
     assert all(r.scheduled for r in res.values())
     assert per_pod < 0.05, per_pod
+
+
+def test_scores_put_the_chosen_node_first_among_equals() -> None:
+    res = schedule(nodes(4), [make_pod(f"p{i}").req(cpu="1") for i in range(3)], seed=3)
+    for r in res.values():
+        assert r.scores and r.scores[0].node == r.node
+        assert r.scores[0].total == max(s.total for s in r.scores)
