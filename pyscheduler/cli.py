@@ -251,6 +251,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(nodes=args.nodes, once=args.once, config=args.config)
 
 
+# ----------------------------------------------------------------------------------------- new-plugin
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pyscheduler.scaffold import ScaffoldError, _snake, write
+
+    dest = Path(args.dir or f"pyscheduler-plugin-{_snake(args.name).replace('_', '-')}")
+    try:
+        written = write(args.name, args.points.split(","), dest)
+    except ScaffoldError as e:
+        print(f"pyscheduler new-plugin: {e}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    print(f"\nnext: cd {dest} && pip install -e '.[test]' && pytest -q && pyscheduler plugins")
+    return 0
+
+
+def _add_new_plugin_parser(sub: Any) -> None:
+    from pyscheduler.scaffold import POINTS
+
+    npl = sub.add_parser("new-plugin", help="write a new plugin package (code, args, tests, config, README)")
+    npl.add_argument("name", help="the plugin's name, CamelCase (e.g. NodeLabelGate)")
+    npl.add_argument(
+        "--points", required=True, help=f"comma-separated extension points, of: {','.join(POINTS)}"
+    )
+    npl.add_argument("--dir", help="where to write it (default: ./pyscheduler-plugin-<name>); must not exist")
+    npl.set_defaults(fn=cmd_new_plugin)
+
+
 # ----------------------------------------------------------------------------------------- main
 
 
@@ -310,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--config")
     d.add_argument("--once", action="store_true", help="exit once the demo pods are placed")
     d.set_defaults(fn=cmd_demo)
+
+    _add_new_plugin_parser(sub)
     return p
 
 
