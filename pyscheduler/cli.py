@@ -283,6 +283,25 @@ def _add_new_plugin_parser(sub: Any) -> None:
     npl.set_defaults(fn=cmd_new_plugin)
 
 
+# ----------------------------------------------------------------------------------------- run --reload
+
+
+def _add_reload_flag(run_parser: argparse.ArgumentParser) -> None:
+    run_parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="development: restart the scheduler when an installed plugin's source changes "
+        "(needs watchfiles: pip install 'pyscheduler[dev]')",
+    )
+
+
+def _run_with_reload(argv: Sequence[str]) -> int:
+    from pyscheduler.reload import run_with_reload
+
+    run_argv = [a for a in list(argv)[1:] if a != "--reload"]
+    return run_with_reload(run_argv)
+
+
 # ----------------------------------------------------------------------------------------- main
 
 
@@ -314,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         "share the scheduling thread's GIL (default: on; env PYSCHEDULER_HTTP_WORKER=0 turns it off)",
     )
     r.set_defaults(fn=cmd_run)
+    _add_reload_flag(r)
 
     ex = sub.add_parser(
         "explain", help="why is this pod pending (or on that node)? a read-only scheduling cycle"
@@ -349,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "run" and getattr(args, "reload", False):
+        return _run_with_reload(sys.argv[1:] if argv is None else argv)
     rc: int = args.fn(args)
     return rc
 
