@@ -43,6 +43,7 @@ from pyscheduler.app import OBJECT_KINDS, App, _NodeHandler, _ObjectHandler, _Po
 from pyscheduler.config.load import load_config, parse_config, parse_yaml
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.interfaces import PostFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import Framework
 from pyscheduler.framework.status import Status
@@ -233,7 +234,7 @@ class Engine:
         self._results: dict[str, PodResult] = {}
         self._pods: dict[str, Pod] = {}  # every pod the engine knows, by "ns/name" (latest version)
         self._nodes: dict[str, Node] = {}
-        self._current: str | None = None  # the pod of the cycle in progress
+        self._preemptor: str | None = None  # the pod whose PostFilter (or eviction job) is running
         self._last_scores: dict[str, list[NodeScores]] = {}
         self.app: App = build_app(
             self.config,
@@ -243,7 +244,7 @@ class Engine:
             recorder=_EngineRecorder(self),
             writer=_InlineWriter(),
             rng=random.Random(seed),
-            extra={"preemption_runner": self._after_cycle.append},
+            extra={"preemption_runner": self._defer_eviction},
         )
         self._binds = _InlineBinds(self)
         self.app.scheduler._binders.shutdown(wait=False)
@@ -356,6 +357,26 @@ class Engine:
             return np.array([t for _, t, _ in rows], dtype=np.int64), st
 
         fwk.run_score_plugins_totals = totals  # type: ignore[method-assign]
+        pre_filter = fwk.run_pre_filter_plugins
+        post_filter = fwk.run_post_filter_plugins
+
+        def run_pre_filter(state: CycleState, pod: Pod, nodes: Sequence[Any]) -> Any:
+            engine._last_scores.pop(pod.key, None)  # a new attempt: earlier scores no longer apply
+            if pod.key in engine._results:
+                engine._results[pod.key].scores = []
+            return pre_filter(state, pod, nodes)
+
+        def run_post_filter(
+            state: CycleState, pod: Pod, filtered: Mapping[str, Status]
+        ) -> tuple[PostFilterResult | None, Status]:
+            engine._preemptor = pod.key
+            try:
+                return post_filter(state, pod, filtered)
+            finally:
+                engine._preemptor = None
+
+        fwk.run_pre_filter_plugins = run_pre_filter  # type: ignore[method-assign]
+        fwk.run_post_filter_plugins = run_post_filter  # type: ignore[method-assign]
 
     def _drain(self) -> None:
         while self._after_cycle:
@@ -372,7 +393,6 @@ class Engine:
         if reason == "FailedScheduling":
             r.attempts += 1
             r.message = note
-            self._current = pod.key
         elif reason == "Scheduled":
             r.attempts += 1
             r.message = None
@@ -400,11 +420,27 @@ class Engine:
         self._pod_handler.on_delete(pod)
 
     def _preemptor_of(self, victim: Pod) -> str | None:
-        """The pod nominated to the victim's node most recently (the one whose PostFilter chose it)."""
+        """The pod whose PostFilter or eviction job is running; else the one nominated to the victim's node
+        (an eviction by something else)."""
+        if self._preemptor is not None:
+            return self._preemptor
         for key, r in reversed(self._results.items()):
             if r.nominated_node == victim.node_name and r.node is None and key != victim.key:
                 return key
         return None
+
+    def _defer_eviction(self, job: Callable[[], None]) -> None:
+        """DefaultPreemption's runner (a goroutine in kube): the job runs after the cycle, for its pod."""
+        preemptor = self._preemptor
+
+        def run() -> None:
+            self._preemptor = preemptor
+            try:
+                job()
+            finally:
+                self._preemptor = None
+
+        self._after_cycle.append(run)
 
     def _patch(self, kind: str, namespace: str, name: str, body: JSON) -> None:
         """A merge patch to a stored object (VolumeBinding's PV/PVC binding), seen back as a watch update."""

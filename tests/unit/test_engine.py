@@ -126,3 +126,16 @@ def test_scores_put_the_chosen_node_first_among_equals() -> None:
     for r in res.values():
         assert r.scores and r.scores[0].node == r.node
         assert r.scores[0].total == max(s.total for s in r.scores)
+
+
+def test_two_preemptors_each_own_their_victims() -> None:
+    victims = [make_pod(f"v{i}").req(cpu="2").priority(0).node(f"n{i}") for i in range(2)]
+    pre = [make_pod(f"pre{i}").req(cpu="2").priority(1000) for i in range(2)]
+    res = schedule(nodes(2, cpu="2"), [*victims, *pre])
+    got = {}
+    for i in range(2):
+        r = res[f"default/pre{i}"]
+        assert r.scheduled and len(r.victims) == 1, r
+        got[r.victims[0]] = r.node
+        assert res[r.victims[0]].preempted_by == f"default/pre{i}"
+    assert got == {"default/v0": "n0", "default/v1": "n1"}
