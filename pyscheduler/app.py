@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -409,7 +410,11 @@ def build_app(
     can_bind: Callable[[], bool] = lambda: True,
     extenders: list[Any] | None = None,
     slow_plugin_threshold: float = DEFAULT_SLOW_PLUGIN_THRESHOLD,
+    rng: random.Random | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> App:
+    """``rng`` (kube's tie-break and preemption offset) and ``extra`` (more handle extras, e.g. a
+    ``preemption_runner``) let the in-process engine (pyscheduler.engine) run deterministically."""
     clock = clock or RealClock()
     metrics = SchedulerMetrics()
     if recorder is None:
@@ -431,7 +436,13 @@ def build_app(
         waiting_pods=waiting,
         nominator=None,
         clock=clock,
-        extra={"recorder": recorder, "status_writer": status_writer, "metrics": metrics},
+        extra={
+            "recorder": recorder,
+            "status_writer": status_writer,
+            "metrics": metrics,
+            **({"rng": rng} if rng is not None else {}),
+            **(extra or {}),
+        },
     )
     problems = PluginProblemLog(clock, slow_threshold=slow_plugin_threshold)
     frameworks = build_frameworks(
@@ -473,6 +484,7 @@ def build_app(
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
         extenders=extenders or [],
         can_bind=can_bind,
+        rng=rng,
     )
     return App(
         scheduler=sched,

@@ -324,6 +324,57 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(nodes=args.nodes, once=args.once, config=args.config)
 
 
+# ----------------------------------------------------------------------------------------- new-plugin
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pyscheduler.scaffold import ScaffoldError, _snake, write
+
+    dest = Path(args.dir or f"pyscheduler-plugin-{_snake(args.name).replace('_', '-')}")
+    try:
+        written = write(args.name, args.points.split(","), dest)
+    except ScaffoldError as e:
+        print(f"pyscheduler new-plugin: {e}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    print(f"\nnext: cd {dest} && pip install -e '.[test]' && pytest -q && pyscheduler plugins")
+    return 0
+
+
+def _add_new_plugin_parser(sub: Any) -> None:
+    from pyscheduler.scaffold import POINTS
+
+    npl = sub.add_parser("new-plugin", help="write a new plugin package (code, args, tests, config, README)")
+    npl.add_argument("name", help="the plugin's name, CamelCase (e.g. NodeLabelGate)")
+    npl.add_argument(
+        "--points", required=True, help=f"comma-separated extension points, of: {','.join(POINTS)}"
+    )
+    npl.add_argument("--dir", help="where to write it (default: ./pyscheduler-plugin-<name>); must not exist")
+    npl.set_defaults(fn=cmd_new_plugin)
+
+
+# ----------------------------------------------------------------------------------------- run --reload
+
+
+def _add_reload_flag(run_parser: argparse.ArgumentParser) -> None:
+    run_parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="development: restart the scheduler when an installed plugin's source changes "
+        "(needs watchfiles: pip install 'pyscheduler[dev]')",
+    )
+
+
+def _run_with_reload(argv: Sequence[str]) -> int:
+    from pyscheduler.reload import run_with_reload
+
+    run_argv = [a for a in list(argv)[1:] if a != "--reload"]
+    return run_with_reload(run_argv)
+
+
 # ----------------------------------------------------------------------------------------- main
 
 
@@ -378,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
         "takes this long or longer (default 100ms; kube-scheduler has no such setting)",
     )
     r.set_defaults(fn=cmd_run)
+    _add_reload_flag(r)
 
     ex = sub.add_parser(
         "explain",
@@ -420,11 +472,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--config")
     d.add_argument("--once", action="store_true", help="exit once the demo pods are placed")
     d.set_defaults(fn=cmd_demo)
+
+    _add_new_plugin_parser(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "run" and getattr(args, "reload", False):
+        return _run_with_reload(sys.argv[1:] if argv is None else argv)
     rc: int = args.fn(args)
     return rc
 

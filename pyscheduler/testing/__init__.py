@@ -15,6 +15,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
     make_handle                           here                                 a FrameworkHandle for a plugin factory
     score_list                            here                                 score_nodes' result with a list of ints
+    schedule                              pyscheduler.engine                   the real scheduler in process (no cluster)
 
 Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
 an unknown attribute raises AttributeError so that ``from pyscheduler.testing import cluster`` still
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyscheduler.backend.snapshot import Snapshot
+    from pyscheduler.engine import schedule
     from pyscheduler.framework.clock import Clock
     from pyscheduler.framework.interfaces import SnapshotLister
     from pyscheduler.framework.runtime import FrameworkHandle
@@ -54,6 +56,7 @@ __all__ = [
     "make_node",
     "make_node_info",
     "make_pod",
+    "schedule",
     "score_list",
 ]
 
@@ -66,6 +69,7 @@ _LAZY = {
     "make_node": "pyscheduler.testing.builders",
     "make_node_info": "pyscheduler.testing.builders",
     "make_pod": "pyscheduler.testing.builders",
+    "schedule": "pyscheduler.engine",
 }
 
 

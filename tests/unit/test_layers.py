@@ -4,7 +4,9 @@
   I/O packages);
 - a plugin imports only the framework, the standard library, NumPy and its own package;
 - only pyscheduler.client imports the ``kubernetes`` package;
-- framework, plugins and backend never import client, app, scheduler or cli.
+- framework, plugins and backend never import client, app, scheduler, engine or cli;
+- engine (the in-process scheduler: app's wiring without the API server) does no I/O: it never imports
+  client or kubernetes at module level (build_app only imports client when no recorder/writer is given).
 """
 
 from __future__ import annotations
@@ -86,5 +88,19 @@ def test_only_the_client_layer_imports_kubernetes(path: Path) -> None:
 def test_core_does_not_import_outer_layers(path: Path) -> None:
     for mod in imports(path):
         assert not mod.startswith(
-            ("pyscheduler.client", "pyscheduler.app", "pyscheduler.scheduler", "pyscheduler.cli")
+            (
+                "pyscheduler.client",
+                "pyscheduler.app",
+                "pyscheduler.scheduler",
+                "pyscheduler.engine",
+                "pyscheduler.cli",
+            )
         ), f"{rel(path)} imports {mod}"
+
+
+def test_engine_does_no_io() -> None:
+    for mod in imports(ROOT / "engine.py"):
+        top = mod.split(".")[0]
+        assert not mod.startswith("pyscheduler.client") and top not in ("kubernetes", "socket", "http"), (
+            f"pyscheduler/engine.py imports {mod}"
+        )
