@@ -58,6 +58,11 @@ EXPECTED_CLUSTER_ROLE: dict[tuple[str, str], set[str]] = {
     ("", "replicationcontrollers"): {"get", "list", "watch"},
     ("apps", "replicasets"): {"get", "list", "watch"},
     ("apps", "statefulsets"): {"get", "list", "watch"},
+    # DynamicResources
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims/status"): {"update"},
+    ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
 }
 
 
@@ -194,10 +199,11 @@ def test_cluster_role_grants_exactly_what_the_daemon_uses(rendered: list[Doc]) -
 
 
 def test_cluster_role_covers_every_kind_the_daemon_watches(rendered: list[Doc]) -> None:
-    from pyscheduler.app import OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
 
     got = grants(find(rendered, "ClusterRole", "py-scheduler")["rules"])
     paths = ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+    paths += [DRA_CLAIMS_PATH, *(path for path, _ in DRA_OBJECT_KINDS.values())]
     for path in paths:
         parts = path.strip("/").split("/")
         group, resource = ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
