@@ -349,14 +349,25 @@ class Selector:
             }
         }
         try:
-            result = self._program.eval(data=data).plain_value()
+            value = self._program.eval(data=data)
+            result = value.plain_value()
+            kind = value.type()
         except (RuntimeError, CELRuntimeError, ValueError) as e:
             raise CELRuntimeError(_strip_status(str(e))) from None
+        if kind == _T.ERROR:  # an error value comes back as its status text
+            raise CELRuntimeError(_strip_status(str(result)))
         if isinstance(result, bool):
             return result
-        if isinstance(result, str):  # an error value comes back as its status text
-            raise CELRuntimeError(_strip_status(result))
-        raise CELRuntimeError(f"CEL result of type {type(result).__name__} could not be converted to bool")
+        # a dyn-typed expression (an attribute) that is not a bool at run time; kube's wording
+        raise CELRuntimeError(
+            f"CEL result of type {_cel_type_name(kind, result)} could not be converted to bool"
+        )
+
+
+def _cel_type_name(kind: Any, result: Any) -> str:
+    if isinstance(result, str) and result.startswith((_Q_TAG, _V_TAG)):
+        return "kubernetes.Quantity" if result.startswith(_Q_TAG) else "kubernetes.Semver"
+    return str(kind.name()).lower()
 
 
 def _strip_status(text: str) -> str:

@@ -128,6 +128,17 @@ def test_compile_errors(expression: str, message: str) -> None:
         ("true", dev({"names": {"strings": ["a", "b"]}}), "attribute names: unsupported attribute value"),
         ("true", dev({"v": {"version": "1.0"}}), "attribute v: parse semantic version"),
         ('quantity("bad").sign() == 1', dev(), "quantities must match"),
+        # a dyn result that is not a bool: kube's "could not be converted to bool", not the value itself
+        (
+            'device.attributes["dra.example.com"].name',
+            dev({"name": {"string": "fish"}}),
+            "CEL result of type string could not be converted to bool",
+        ),
+        (
+            'device.attributes["dra.example.com"].name',
+            dev({"name": {"int": 3}}),
+            "CEL result of type int could not be converted to bool",
+        ),
     ],
 )
 def test_runtime_errors(expression: str, device: Device, message: str) -> None:
