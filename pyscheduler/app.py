@@ -31,10 +31,12 @@ from typing import Any
 import structlog
 
 from pyscheduler.backend.cache import Cache
+from pyscheduler.backend.claims import ClaimTracker
 from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.queue import SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import (
@@ -73,6 +75,15 @@ OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
     "ReplicaSet": ("/apis/apps/v1/replicasets", None),
     "StatefulSet": ("/apis/apps/v1/statefulsets", None),
     "ReplicationController": ("/api/v1/replicationcontrollers", None),
+}
+
+# DynamicResources: watched only when a profile enables the plugin (a cluster without resource.k8s.io/v1
+# then needs nothing). Claims go to the ClaimTracker (an assume cache), these kinds to the object store.
+DRA_PLUGIN = "DynamicResources"
+DRA_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
+DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
+    "DeviceClass": ("/apis/resource.k8s.io/v1/deviceclasses", Resource.DEVICE_CLASS),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1/resourceslices", Resource.RESOURCE_SLICE),
 }
 
 
@@ -129,6 +140,11 @@ class App:
     synced: threading.Event = field(default_factory=threading.Event)
     scheduling: threading.Event = field(default_factory=threading.Event)
     malformed: dict[str, str] = field(default_factory=dict)
+    claims: ClaimTracker = field(default_factory=ClaimTracker)
+
+    @property
+    def dra_enabled(self) -> bool:
+        return any(DRA_PLUGIN in fwk.plugins for fwk in self.profiles.values())
 
     # ---------------------------------------------------------------------------------- informers
     def start_informers(self, sync_timeout: float = 120.0) -> None:
@@ -148,7 +164,20 @@ class App:
             self.api, "/api/v1/nodes", Node.from_dict, _name_key, _NodeHandler(self), name="nodes"
         )
         self.reflectors = [nodes, pods]
-        for kind, (path, resource) in OBJECT_KINDS.items():
+        kinds = dict(OBJECT_KINDS)
+        if self.dra_enabled:
+            kinds.update(DRA_OBJECT_KINDS)
+            self.reflectors.append(
+                Reflector(
+                    self.api,
+                    DRA_CLAIMS_PATH,
+                    ResourceClaim.from_dict,
+                    _claim_key,
+                    _ClaimHandler(self),
+                    name="ResourceClaim",
+                )
+            )
+        for kind, (path, resource) in kinds.items():
             self.reflectors.append(
                 Reflector(self.api, path, slim, _obj_key, _ObjectHandler(self, kind, resource), name=kind)
             )
@@ -330,6 +359,31 @@ class _NodeHandler:
         self.app.cache.remove_node(node)
 
 
+def _claim_key(c: ResourceClaim) -> str:
+    return c.key
+
+
+class _ClaimHandler:
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def on_add(self, claim: ResourceClaim) -> None:
+        self.app.claims.on_add(claim)
+        self.app.move(ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD, "ResourceClaimAdd"), None, claim)
+
+    def on_update(self, old: ResourceClaim, new: ResourceClaim) -> None:
+        self.app.claims.on_update(old, new)
+        self.app.move(
+            ClusterEvent(Resource.RESOURCE_CLAIM, Action.UPDATE_OTHER, "ResourceClaimUpdate"), old, new
+        )
+
+    def on_delete(self, claim: ResourceClaim) -> None:
+        self.app.claims.on_delete(claim)
+        self.app.move(
+            ClusterEvent(Resource.RESOURCE_CLAIM, Action.DELETE, "ResourceClaimDelete"), claim, None
+        )
+
+
 class _ObjectHandler:
     def __init__(self, app: App, kind: str, resource: Resource | None) -> None:
         self.app = app
@@ -429,6 +483,7 @@ def build_app(
     snapshot = Snapshot()
     objects = ObjectStore()
     waiting = WaitingPods()
+    claims = ClaimTracker()
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=objects,
@@ -440,6 +495,7 @@ def build_app(
             "recorder": recorder,
             "status_writer": status_writer,
             "metrics": metrics,
+            "claims": claims,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),
         },
@@ -498,4 +554,5 @@ def build_app(
         writer=writer,
         clock=clock,
         waiting_pods=waiting,
+        claims=claims,
     )

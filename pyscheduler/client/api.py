@@ -94,6 +94,11 @@ KINDS: Final[dict[str, tuple[str, str, bool]]] = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "Event": ("/apis/events.k8s.io/v1", "events", True),
+    # DynamicResources
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
 }
 
 
@@ -697,6 +702,11 @@ class Api:
     def update(self, kind: str, namespace: str | None, name: str, body: Mapping[str, Any]) -> JSON:
         """PUT: optimistic concurrency through ``metadata.resourceVersion`` (409 if stale)."""
         _, out = self.request("PUT", resource_path(kind, namespace, name), body=body)
+        return _as_obj(out)
+
+    def update_status(self, kind: str, namespace: str | None, name: str, body: Mapping[str, Any]) -> JSON:
+        """PUT the status subresource; 409 when ``metadata.resourceVersion`` is stale."""
+        _, out = self.request("PUT", resource_path(kind, namespace, name, "status"), body=body)
         return _as_obj(out)
 
     def patch(

@@ -27,6 +27,10 @@ class Resource(enum.StrEnum):
     CSI_NODE = "CSINode"
     NAMESPACE = "Namespace"
     PDB = "PodDisruptionBudget"
+    # resource.k8s.io (DynamicResources)
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 

@@ -314,6 +314,9 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[JSON, ...] = field(default=(), compare=False)
     volumes: tuple[JSON, ...] = field(default=(), compare=False)
+    # DynamicResources: spec.resourceClaims and status.resourceClaimStatuses, as the API's JSON
+    resource_claims: tuple[JSON, ...] = field(default=(), compare=False)
+    resource_claim_statuses: tuple[JSON, ...] = field(default=(), compare=False)
     scheduling_gates: tuple[str, ...] = ()
     nominated_node_name: str = ""
     host_network: bool = False
@@ -428,6 +431,8 @@ class Pod:
                 tolerations=tuple(Toleration.from_dict(t) for t in spec.get("tolerations") or ()),
                 topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
                 volumes=tuple(spec.get("volumes") or ()),
+                resource_claims=tuple(spec.get("resourceClaims") or ()),
+                resource_claim_statuses=tuple(status.get("resourceClaimStatuses") or ()),
                 scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
                 nominated_node_name=status.get("nominatedNodeName") or "",
                 host_network=bool(spec.get("hostNetwork")),

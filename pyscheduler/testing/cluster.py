@@ -59,6 +59,8 @@ KCM_CONTROLLERS = (
     "job-controller",
     "statefulset-controller",
     "disruption-controller",
+    # creates a pod's ResourceClaims from its ResourceClaimTemplates (DynamicResources)
+    "resourceclaim-controller",
 )
 
 

@@ -43,6 +43,8 @@ Doc = dict[str, Any]
 PKG = REPO_ROOT / "pyscheduler"
 # Api methods that take the kind first, and the RBAC verb each sends
 _KIND_VERBS = {"get": "get", "create": "create", "update": "update", "patch": "patch", "delete": "delete"}
+# Api methods that take the kind first and write a subresource: method -> (subresource, verb)
+_KIND_SUBRESOURCE_VERBS = {"update_status": ("status", "update")}
 # Api methods with a fixed target; any reference to one (a call, a bound method handed to the writer,
 # a getattr by name) counts as a use
 _FIXED = {
@@ -102,7 +104,7 @@ def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:
                 used.add(_CLIENT_BIND)
             elif method == "request":
                 raise AssertionError(f"{where}: a raw request; give it an Api method so RBAC can be derived")
-            elif method in _KIND_VERBS:
+            elif method in _KIND_VERBS or method in _KIND_SUBRESOURCE_VERBS:
                 arg = node.args[0] if node.args else None
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     kind = arg.value
@@ -110,14 +112,27 @@ def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:
                     kind = consts[arg.id]
                 else:
                     raise AssertionError(f"{where}: {method} of a kind this test cannot resolve")
-                used.add((*_group_resource(kind), _KIND_VERBS[method]))
+                group, resource = _group_resource(kind)
+                if method in _KIND_SUBRESOURCE_VERBS:
+                    sub, verb = _KIND_SUBRESOURCE_VERBS[method]
+                    used.add((group, f"{resource}/{sub}", verb))
+                else:
+                    used.add((group, resource, _KIND_VERBS[method]))
     return used
 
 
 def watched_paths() -> list[str]:
-    from pyscheduler.app import OBJECT_KINDS
+    """Every kind the daemon lists and watches; the resource.k8s.io kinds when a profile enables
+    DynamicResources (granted cluster-wide all the same: the role does not depend on the profile)."""
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
 
-    return ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+    return [
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        *(path for path, _ in OBJECT_KINDS.values()),
+        DRA_CLAIMS_PATH,
+        *(path for path, _ in DRA_OBJECT_KINDS.values()),
+    ]
 
 
 def daemon_calls() -> set[tuple[str, str, str]]:
@@ -135,8 +150,12 @@ def daemon_calls() -> set[tuple[str, str, str]]:
 
 
 def explain_calls() -> set[tuple[str, str, str]]:
+    """explain GETs its pod and lists what the daemon watches without DynamicResources (its snapshot)."""
+    from pyscheduler.app import OBJECT_KINDS
+
     used = code_calls([PKG / "explain.py"])
-    return used | {(*_path_group_resource(path), "list") for path in watched_paths()}
+    paths = ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+    return used | {(*_path_group_resource(path), "list") for path in paths}
 
 
 
@@ -300,10 +319,11 @@ def test_explain_role_grants_exactly_what_explain_reads(rendered: list[Doc]) -> 
 
 
 def test_cluster_role_covers_every_kind_the_daemon_watches(rendered: list[Doc]) -> None:
-    from pyscheduler.app import OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
 
     got = grants(find(rendered, "ClusterRole", "py-scheduler")["rules"])
     paths = ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+    paths += [DRA_CLAIMS_PATH, *(path for path, _ in DRA_OBJECT_KINDS.values())]
     for path in paths:
         parts = path.strip("/").split("/")
         group, resource = ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])

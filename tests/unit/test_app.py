@@ -113,3 +113,33 @@ def test_a_node_heartbeat_leaves_the_cache_alone_but_a_label_change_reaches_the_
     assert info.generation > generation
     assert info.node is not None and info.node.labels == {"zone": "b"}
     assert app.scheduler.snapshot.node_table().node_epoch > epoch
+
+
+def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
+    from pyscheduler.app import _ClaimHandler
+    from pyscheduler.framework.dra import ResourceClaim
+
+    def claim(rv: int, allocated: bool) -> ResourceClaim:
+        status = {
+            "allocation": {
+                "devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "g0"}]}
+            }
+        }
+        return ResourceClaim.from_dict(
+            {
+                "metadata": {"namespace": "ns", "name": "c", "uid": "u", "resourceVersion": str(rv)},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+                "status": status if allocated else {},
+            }
+        )
+
+    assert app.scheduler.profiles["py-scheduler"].handle.extra["claims"] is app.claims
+    assert not app.dra_enabled  # the default profile does not run DynamicResources yet: no DRA watches
+    h = _ClaimHandler(app)
+    h.on_add(claim(1, False))
+    h.on_update(claim(1, False), claim(2, True))
+    assert app.claims.allocated_devices() == {("d", "p", "g0")}
+    h.on_update(claim(2, True), claim(2, False))  # not newer: ignored
+    assert app.claims.allocated_devices() == {("d", "p", "g0")}
+    h.on_delete(claim(2, True))
+    assert app.claims.get("ns", "c") is None

@@ -23,7 +23,8 @@ STDLIB = set(sys.stdlib_module_names)
 NETWORK_PLUGINS = {"network_traffic", "binding_notifier"}
 # NumPy does no I/O: the batch Filter/Score paths (framework.node_table) compute with it.
 PURE_THIRD_PARTY = {"numpy"}
-THIRD_PARTY_ALLOWED_IN_PLUGINS = {"structlog", *PURE_THIRD_PARTY}
+# cel-expr-python evaluates CEL in memory (no I/O, no clock): DynamicResources compiles its device selectors with it.
+THIRD_PARTY_ALLOWED_IN_PLUGINS = {"structlog", "cel_expr_python", *PURE_THIRD_PARTY}
 
 
 def modules() -> list[Path]:

@@ -1,0 +1,191 @@
+"""ResourceClaims for DynamicResources: an assume cache, in-flight allocations and the allocated devices.
+
+The behaviour follows kube-scheduler's claim tracker (dynamicresources/dra_manager.go, allocateddevices.go,
+util/assumecache):
+
+- ``ClaimTracker.on_add/on_update/on_delete`` take the watch's claims. A watched claim replaces the
+  stored one only when its resourceVersion is *newer* than the stored one's (the stored one may be an
+  assumed copy), so a stale watch event never undoes an allocation the scheduler already made.
+- ``assume(claim)`` stores a copy the scheduler wrote (after its status update returned), at the same or
+  a newer resourceVersion; ``restore(key)`` goes back to the last watched copy.
+- ``signal_pending_allocation(claim)`` records an allocation made in Reserve before any API call: from
+  then on ``allocated_devices()`` counts its devices, so the next scheduling cycle cannot hand them out
+  again, also under a burst of pods. ``remove_pending_allocation`` (Unreserve, or once PreBind's write
+  is assumed) drops it; a claim shared by several pods stays in flight until its last sharer is gone.
+- Devices allocated with adminAccess do not count as allocated (kube: admin access does not consume).
+
+Thread-safe: the watch threads write, the scheduling and binding threads read and assume.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from pyscheduler.framework.dra import ResourceClaim
+
+log = structlog.get_logger("pyscheduler.backend.claims")
+
+DeviceID = tuple[str, str, str]  # (driver, pool, device)
+
+
+class AssumeError(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _Entry:
+    latest: ResourceClaim  # what readers see: the assumed copy, or the watched one
+    api: ResourceClaim  # the last watched copy
+
+
+@dataclass(slots=True)
+class _InFlight:
+    claim: ResourceClaim
+    sharers: int
+
+
+def _devices(claim: ResourceClaim) -> list[DeviceID]:
+    return [r.device_id for r in claim.results if not r.admin_access]
+
+
+class ClaimTracker:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._claims: dict[str, _Entry] = {}
+        self._in_flight: dict[str, _InFlight] = {}  # by claim uid
+        # device -> number of stored claims (latest copies) allocating it; >1 never happens in a
+        # consistent cluster, but counting keeps removal exact if it does.
+        self._allocated: dict[DeviceID, int] = {}
+        self._listeners: list[Callable[[ResourceClaim | None, ResourceClaim | None], None]] = []
+
+    # ---------------------------------------------------------------------------------- listeners
+    def add_listener(self, fn: Callable[[ResourceClaim | None, ResourceClaim | None], None]) -> None:
+        """``fn(old, new)`` after every change readers can see (watch events, assume, restore)."""
+        self._listeners.append(fn)
+
+    def _emit(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        for fn in self._listeners:
+            try:
+                fn(old, new)
+            except Exception:
+                log.exception("claim listener failed")
+
+    # ---------------------------------------------------------------------------------- bookkeeping
+    def _count(self, claim: ResourceClaim | None, delta: int) -> None:
+        if claim is None:
+            return
+        for d in _devices(claim):
+            n = self._allocated.get(d, 0) + delta
+            if n > 0:
+                self._allocated[d] = n
+            else:
+                self._allocated.pop(d, None)
+
+    def _set_latest(
+        self, entry: _Entry | None, key: str, new: ResourceClaim, api: ResourceClaim
+    ) -> ResourceClaim | None:
+        old = entry.latest if entry else None
+        self._count(old, -1)
+        self._count(new, +1)
+        self._claims[key] = _Entry(latest=new, api=api)
+        return old
+
+    # ---------------------------------------------------------------------------------- watch
+    def on_add(self, claim: ResourceClaim) -> None:
+        self._upsert(claim)
+
+    def on_update(self, old: ResourceClaim, new: ResourceClaim) -> None:
+        self._upsert(new)
+
+    def _upsert(self, claim: ResourceClaim) -> None:
+        with self._lock:
+            entry = self._claims.get(claim.key)
+            if entry is not None and claim.meta.resource_version <= entry.latest.meta.resource_version:
+                log.debug(
+                    "claim event not newer than the stored copy, skipped",
+                    claim=claim.key,
+                    version=claim.meta.resource_version,
+                    stored=entry.latest.meta.resource_version,
+                )
+                return
+            old = self._set_latest(entry, claim.key, claim, claim)
+        self._emit(old, claim)
+
+    def on_delete(self, claim: ResourceClaim) -> None:
+        with self._lock:
+            entry = self._claims.pop(claim.key, None)
+            if entry is None:
+                return
+            self._count(entry.latest, -1)
+        self._emit(entry.latest, None)
+
+    # ---------------------------------------------------------------------------------- assume
+    def assume(self, claim: ResourceClaim) -> None:
+        """Store the scheduler's own copy (e.g. the claim its status write returned)."""
+        with self._lock:
+            entry = self._claims.get(claim.key)
+            if entry is None:
+                raise AssumeError(f"ResourceClaim {claim.key!r} not found")
+            stored = entry.latest.meta.resource_version
+            if claim.meta.resource_version < stored:
+                raise AssumeError(
+                    f"ResourceClaim {claim.key!r} is out of sync (stored: {stored}, assume: {claim.meta.resource_version})"
+                )
+            old = self._set_latest(entry, claim.key, claim, entry.api)
+        self._emit(old, claim)
+
+    def restore(self, key: str) -> None:
+        with self._lock:
+            entry = self._claims.get(key)
+            if entry is None or entry.latest is entry.api:
+                return
+            old = self._set_latest(entry, key, entry.api, entry.api)
+        self._emit(old, entry.api)
+
+    # ---------------------------------------------------------------------------------- in flight
+    def signal_pending_allocation(self, claim: ResourceClaim) -> None:
+        """Reserve allocated ``claim`` (a copy with status.allocation): its devices are taken from now on."""
+        with self._lock:
+            f = self._in_flight.get(claim.meta.uid)
+            if f is not None:
+                f.sharers += 1
+                return
+            self._in_flight[claim.meta.uid] = _InFlight(claim, 1)
+
+    def pending_allocation(self, uid: str) -> ResourceClaim | None:
+        with self._lock:
+            f = self._in_flight.get(uid)
+            return f.claim if f else None
+
+    def remove_pending_allocation(self, uid: str, force: bool = False) -> bool:
+        with self._lock:
+            f = self._in_flight.get(uid)
+            if f is None:
+                return False
+            if force or f.sharers == 1:
+                del self._in_flight[uid]
+                return True
+            f.sharers -= 1
+            return False
+
+    # ---------------------------------------------------------------------------------- reads
+    def get(self, namespace: str, name: str) -> ResourceClaim | None:
+        with self._lock:
+            e = self._claims.get(f"{namespace}/{name}")
+            return e.latest if e else None
+
+    def list(self) -> list[ResourceClaim]:
+        with self._lock:
+            return [e.latest for e in self._claims.values()]
+
+    def allocated_devices(self) -> set[DeviceID]:
+        """Devices allocated by stored claims plus those of in-flight allocations (one consistent view)."""
+        with self._lock:
+            out = set(self._allocated)
+            for f in self._in_flight.values():
+                out.update(_devices(f.claim))
+            return out

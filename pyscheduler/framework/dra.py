@@ -1,0 +1,380 @@
+"""Records of resource.k8s.io/v1 objects: ResourceClaim, ResourceClaimTemplate, DeviceClass, ResourceSlice.
+
+Parsed from the API's JSON by ``from_dict``; a field of the wrong shape raises ``MalformedObject`` with the
+field's path. What scheduling reads is kept as slotted records; the claim keeps its raw status allocation
+too, because PreBind writes it back. Only the GA feature set of 1.36 is read (exactly/firstAvailable
+requests, selectors, counts, allocation modes, constraints, admin access, pools); device taints, counters,
+consumable capacity and binding conditions are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyscheduler.framework.types import JSON, MalformedObject
+
+ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
+ALLOCATION_MODE_ALL = "All"
+
+
+def _map(obj: Any, path: str) -> Mapping[str, Any]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise MalformedObject(f"{path}: expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def _list(obj: Any, path: str) -> list[Any]:
+    if obj is None:
+        return []
+    if not isinstance(obj, list):
+        raise MalformedObject(f"{path}: expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _str(obj: Any, path: str, default: str = "") -> str:
+    if obj is None:
+        return default
+    if not isinstance(obj, str):
+        raise MalformedObject(f"{path}: expected a string, got {type(obj).__name__}")
+    return obj
+
+
+def _int(obj: Any, path: str, default: int) -> int:
+    if obj is None:
+        return default
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise MalformedObject(f"{path}: expected an integer, got {obj!r}")
+    return obj
+
+
+def _bool(obj: Any, path: str) -> bool:
+    if obj is None:
+        return False
+    if not isinstance(obj, bool):
+        raise MalformedObject(f"{path}: expected a boolean, got {obj!r}")
+    return obj
+
+
+def resource_version(obj: Mapping[str, Any]) -> int:
+    """The object's resourceVersion as a number (etcd revisions are integers); 0 when absent."""
+    rv = (obj.get("metadata") or {}).get("resourceVersion") or "0"
+    try:
+        return int(rv)
+    except (TypeError, ValueError):
+        raise MalformedObject(f"metadata.resourceVersion: not a number: {rv!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    deleting: bool = False
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Meta:
+        m = _map(obj.get("metadata"), "metadata")
+        return cls(
+            namespace=_str(m.get("namespace"), "metadata.namespace"),
+            name=_str(m.get("name"), "metadata.name"),
+            uid=_str(m.get("uid"), "metadata.uid"),
+            resource_version=resource_version(obj),
+            deleting=m.get("deletionTimestamp") is not None,
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _selectors(raw: Any, path: str) -> tuple[str, ...]:
+    out = []
+    for i, s in enumerate(_list(raw, path)):
+        p = f"{path}[{i}]"
+        cel = _map(_map(s, p).get("cel"), f"{p}.cel")
+        if "expression" not in cel:
+            raise MalformedObject(f"{p}.cel.expression: required")
+        out.append(_str(cel.get("expression"), f"{p}.cel.expression"))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ExactRequest:
+    """An ``exactly`` request or one ``firstAvailable`` subrequest."""
+
+    name: str
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
+    count: int = 1
+    admin_access: bool = False
+
+    @classmethod
+    def from_dict(cls, name: str, raw: Mapping[str, Any], path: str) -> ExactRequest:
+        mode = _str(raw.get("allocationMode"), f"{path}.allocationMode", ALLOCATION_MODE_EXACT_COUNT)
+        if mode not in (ALLOCATION_MODE_EXACT_COUNT, ALLOCATION_MODE_ALL):
+            raise MalformedObject(f"{path}.allocationMode: unsupported value {mode!r}")
+        count = _int(raw.get("count"), f"{path}.count", 1)
+        if mode == ALLOCATION_MODE_EXACT_COUNT and count < 1:
+            raise MalformedObject(f"{path}.count: must be greater than zero")
+        return cls(
+            name=name,
+            device_class_name=_str(raw.get("deviceClassName"), f"{path}.deviceClassName"),
+            selectors=_selectors(raw.get("selectors"), f"{path}.selectors"),
+            allocation_mode=mode,
+            count=count,
+            admin_access=_bool(raw.get("adminAccess"), f"{path}.adminAccess"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """One entry of spec.devices.requests: ``exactly`` set, or ``first_available`` (subrequest names are
+    ``<request>/<subrequest>`` in allocation results)."""
+
+    name: str
+    exactly: ExactRequest | None
+    first_available: tuple[ExactRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConstraint:
+    requests: tuple[str, ...]
+    match_attribute: str = ""
+    distinct_attribute: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationResult:
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+
+    @property
+    def device_id(self) -> tuple[str, str, str]:
+        return (self.driver, self.pool, self.device)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerReference:
+    resource: str
+    name: str
+    uid: str
+    api_group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    meta: Meta
+    requests: tuple[DeviceRequest, ...]
+    constraints: tuple[DeviceConstraint, ...] = ()
+    config: tuple[JSON, ...] = ()
+    allocated: bool = False
+    results: tuple[AllocationResult, ...] = ()
+    allocation: JSON | None = None  # raw status.allocation (written back by PreBind)
+    reserved_for: tuple[ConsumerReference, ...] = ()
+    raw: JSON = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> ResourceClaim:
+        meta = Meta.from_dict(obj)
+        spec = _map(obj.get("spec"), "spec")
+        devices = _map(spec.get("devices"), "spec.devices")
+        requests = tuple(
+            _device_request(r, f"spec.devices.requests[{i}]")
+            for i, r in enumerate(_list(devices.get("requests"), "spec.devices.requests"))
+        )
+        constraints = []
+        for i, c in enumerate(_list(devices.get("constraints"), "spec.devices.constraints")):
+            p = f"spec.devices.constraints[{i}]"
+            c = _map(c, p)
+            constraints.append(
+                DeviceConstraint(
+                    requests=tuple(
+                        _str(r, f"{p}.requests") for r in _list(c.get("requests"), f"{p}.requests")
+                    ),
+                    match_attribute=_str(c.get("matchAttribute"), f"{p}.matchAttribute"),
+                    distinct_attribute=_str(c.get("distinctAttribute"), f"{p}.distinctAttribute"),
+                )
+            )
+        config = tuple(
+            dict(_map(c, "spec.devices.config")) for c in _list(devices.get("config"), "spec.devices.config")
+        )
+        status = _map(obj.get("status"), "status")
+        allocation = status.get("allocation")
+        results: list[AllocationResult] = []
+        if allocation is not None:
+            alloc = _map(allocation, "status.allocation")
+            adevs = _map(alloc.get("devices"), "status.allocation.devices")
+            for i, r in enumerate(_list(adevs.get("results"), "status.allocation.devices.results")):
+                p = f"status.allocation.devices.results[{i}]"
+                r = _map(r, p)
+                results.append(
+                    AllocationResult(
+                        request=_str(r.get("request"), f"{p}.request"),
+                        driver=_str(r.get("driver"), f"{p}.driver"),
+                        pool=_str(r.get("pool"), f"{p}.pool"),
+                        device=_str(r.get("device"), f"{p}.device"),
+                        admin_access=_bool(r.get("adminAccess"), f"{p}.adminAccess"),
+                    )
+                )
+        reserved = []
+        for i, c in enumerate(_list(status.get("reservedFor"), "status.reservedFor")):
+            p = f"status.reservedFor[{i}]"
+            c = _map(c, p)
+            reserved.append(
+                ConsumerReference(
+                    resource=_str(c.get("resource"), f"{p}.resource"),
+                    name=_str(c.get("name"), f"{p}.name"),
+                    uid=_str(c.get("uid"), f"{p}.uid"),
+                    api_group=_str(c.get("apiGroup"), f"{p}.apiGroup"),
+                )
+            )
+        return cls(
+            meta=meta,
+            requests=requests,
+            constraints=tuple(constraints),
+            config=config,
+            allocated=allocation is not None,
+            results=tuple(results),
+            allocation=dict(allocation) if allocation is not None else None,
+            reserved_for=tuple(reserved),
+            raw=obj,
+        )
+
+
+def _device_request(raw: Any, path: str) -> DeviceRequest:
+    r = _map(raw, path)
+    name = _str(r.get("name"), f"{path}.name")
+    if not name:
+        raise MalformedObject(f"{path}.name: required")
+    exactly = r.get("exactly")
+    first = r.get("firstAvailable")
+    if (exactly is None) == (first is None):
+        raise MalformedObject(f"{path}: exactly one of exactly or firstAvailable must be set")
+    if exactly is not None:
+        return DeviceRequest(
+            name, ExactRequest.from_dict(name, _map(exactly, f"{path}.exactly"), f"{path}.exactly")
+        )
+    subs = []
+    for i, s in enumerate(_list(first, f"{path}.firstAvailable")):
+        p = f"{path}.firstAvailable[{i}]"
+        s = _map(s, p)
+        sub = _str(s.get("name"), f"{p}.name")
+        if not sub:
+            raise MalformedObject(f"{p}.name: required")
+        subs.append(ExactRequest.from_dict(f"{name}/{sub}", s, p))
+    if not subs:
+        raise MalformedObject(f"{path}.firstAvailable: must not be empty")
+    return DeviceRequest(name, None, tuple(subs))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimTemplate:
+    meta: Meta
+    spec: JSON  # the claim spec a new claim gets (the resourceclaim controller creates claims)
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> ResourceClaimTemplate:
+        spec = _map(_map(obj.get("spec"), "spec").get("spec"), "spec.spec")
+        # validate the same way a claim is validated
+        ResourceClaim.from_dict({"metadata": obj.get("metadata") or {}, "spec": spec})
+        return cls(meta=Meta.from_dict(obj), spec=dict(spec))
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    meta: Meta
+    selectors: tuple[str, ...] = ()
+    config: tuple[JSON, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> DeviceClass:
+        spec = _map(obj.get("spec"), "spec")
+        return cls(
+            meta=Meta.from_dict(obj),
+            selectors=_selectors(spec.get("selectors"), "spec.selectors"),
+            config=tuple(dict(_map(c, "spec.config")) for c in _list(spec.get("config"), "spec.config")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    name: str
+    attributes: Mapping[str, Mapping[str, Any]]  # name -> {"int"|"bool"|"string"|"version": value}
+    capacity: Mapping[str, str]  # name -> quantity string
+    allow_multiple_allocations: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSlice:
+    """A slice of a pool. Node-local when ``node_name`` is set; else ``node_selector`` (raw v1
+    NodeSelector) or ``all_nodes``."""
+
+    meta: Meta
+    driver: str
+    pool: str
+    pool_generation: int
+    pool_slice_count: int
+    node_name: str = ""
+    node_selector: JSON | None = None
+    all_nodes: bool = False
+    devices: tuple[Device, ...] = ()
+
+    @classmethod
+    def from_dict(cls, obj: JSON) -> ResourceSlice:
+        spec = _map(obj.get("spec"), "spec")
+        pool = _map(spec.get("pool"), "spec.pool")
+        node_name = _str(spec.get("nodeName"), "spec.nodeName")
+        node_selector = spec.get("nodeSelector")
+        all_nodes = _bool(spec.get("allNodes"), "spec.allNodes")
+        if sum((bool(node_name), node_selector is not None, all_nodes)) > 1:
+            raise MalformedObject("spec: at most one of nodeName, nodeSelector, allNodes may be set")
+        devices = []
+        for i, d in enumerate(_list(spec.get("devices"), "spec.devices")):
+            p = f"spec.devices[{i}]"
+            d = _map(d, p)
+            attrs = {}
+            for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
+                attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
+            cap = {}
+            for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
+                cap[k] = _str(_map(v, f"{p}.capacity[{k}]").get("value"), f"{p}.capacity[{k}].value", "0")
+            devices.append(
+                Device(
+                    name=_str(d.get("name"), f"{p}.name"),
+                    attributes=attrs,
+                    capacity=cap,
+                    allow_multiple_allocations=_bool(
+                        d.get("allowMultipleAllocations"), f"{p}.allowMultipleAllocations"
+                    ),
+                )
+            )
+        return cls(
+            meta=Meta.from_dict(obj),
+            driver=_str(spec.get("driver"), "spec.driver"),
+            pool=_str(pool.get("name"), "spec.pool.name"),
+            pool_generation=_int(pool.get("generation"), "spec.pool.generation", 0),
+            pool_slice_count=_int(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", 1),
+            node_name=node_name,
+            node_selector=dict(_map(node_selector, "spec.nodeSelector"))
+            if node_selector is not None
+            else None,
+            all_nodes=all_nodes,
+            devices=tuple(devices),
+        )

@@ -1,0 +1,460 @@
+"""The structured allocator for one node: which devices a pod's unallocated claims get, or none.
+
+Behaviour of k8s.io/dynamic-resource-allocation/structured at 1.36 for the GA feature set (its
+"incubating" allocator, which 1.36 runs by default, sorts pools by driver and pool name and slices by name;
+everything else is the same search as "stable"):
+
+- Pools are gathered from the slices that target the node (``nodeName``, ``nodeSelector``, ``allNodes``).
+  Per pool only the newest generation counts; a pool whose slices of that generation are not all there
+  (``resourceSliceCount``) is *incomplete*: its devices are skipped, and an ``All`` request fails with
+  "resource pool ... is currently being updated". A pool with a duplicate device name is *invalid*.
+- Requests are allocated in claim order, request order, device after device, by depth-first search
+  with backtracking: for each device slot the pools, slices and devices are tried in order; a device
+  must match the DeviceClass selectors, then the request selectors (CEL), must not be allocated already
+  (by another claim, an in-flight allocation, or earlier in this search) unless the request asks for
+  admin access, and must keep every ``matchAttribute`` constraint satisfied. ``firstAvailable`` tries
+  its subrequests in order and keeps the first with which everything after it can be allocated.
+- ``All`` takes every matching device of the node; zero matching devices fail the request.
+
+Errors (a bad CEL expression, a missing DeviceClass) raise ``AllocationError`` with kube's wording; they
+are per-claim problems and never crash the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyscheduler.framework.dra import (
+    ALLOCATION_MODE_ALL,
+    DeviceClass,
+    ExactRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+from pyscheduler.framework.dra import Device as SliceDevice
+from pyscheduler.framework.selectors import NodeSelector, SelectorError
+from pyscheduler.plugins.dynamic_resources.cel import CELRuntimeError, Device, SelectorCache
+
+DeviceID = tuple[str, str, str]
+ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
+
+
+class AllocationError(Exception):
+    """The claims cannot be allocated anywhere for a reason that is not about this node's devices."""
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    name: str
+    slices: list[ResourceSlice] = field(default_factory=list)
+    incomplete: bool = False
+    invalid: str = ""
+
+
+def node_matches(node_name: str, labels: Mapping[str, str], s: ResourceSlice) -> bool:
+    if s.node_name:
+        return s.node_name == node_name
+    if s.all_nodes:
+        return True
+    if s.node_selector is not None:
+        try:
+            return NodeSelector.parse(s.node_selector, "spec.nodeSelector").matches(labels, node_name)
+        except SelectorError as e:
+            raise AllocationError(f"failed to perform node selection for slice {s.meta.name}: {e}") from None
+    return False
+
+
+def gather_pools(slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+    every = list(slices)
+    by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in every:
+        if not node_matches(node_name, labels, s):
+            continue
+        key = (s.driver, s.pool)
+        have = by_pool.get(key)
+        if not have or s.pool_generation > have[0].pool_generation:
+            by_pool[key] = [s]
+        elif s.pool_generation == have[0].pool_generation:
+            have.append(s)
+    pools = []
+    for (driver, name), mine in by_pool.items():
+        gen, want = mine[0].pool_generation, mine[0].pool_slice_count
+        if len(mine) != want:
+            # Other slices of the pool may target other nodes: count all of this generation.
+            same = [s for s in every if (s.driver, s.pool) == (driver, name)]
+            if any(s.pool_generation > gen for s in same):
+                continue  # obsolete: a newer generation is being published
+            if sum(1 for s in same if s.pool_generation == gen) != want:
+                pools.append(Pool(driver, name, incomplete=True))
+                continue
+        mine.sort(key=lambda s: s.meta.name)
+        names: set[str] = set()
+        invalid = ""
+        for s in mine:
+            for d in s.devices:
+                if d.name in names:
+                    invalid = f"duplicate device name {d.name}"
+                names.add(d.name)
+        pools.append(Pool(driver, name, mine, invalid=invalid))
+    pools.sort(key=lambda p: (p.driver, p.name))
+    return pools
+
+
+@dataclass(slots=True)
+class _Request:
+    claim_index: int
+    claim_key: str
+    name: str  # "req" or "req/sub"
+    base: str
+    sub: str
+    exact: ExactRequest
+    cls: DeviceClass
+    num_devices: int = 0
+    all_devices: list[tuple[DeviceID, SliceDevice]] = field(default_factory=list)
+
+
+class _MatchAttribute:
+    def __init__(self, requests: tuple[str, ...], attribute: str) -> None:
+        self.requests = set(requests)
+        self.attribute = attribute
+        self.value: tuple[str, Any] | None = None
+        self.n = 0
+
+    def _applies(self, base: str, sub: str) -> bool:
+        return not self.requests or base in self.requests or (bool(sub) and f"{base}/{sub}" in self.requests)
+
+    def _lookup(self, device: SliceDevice, driver: str) -> tuple[str, Any] | None:
+        attr = device.attributes.get(self.attribute)
+        if attr is None:
+            domain, sep, ident = self.attribute.partition("/")
+            if not sep or domain != driver:
+                return None
+            attr = device.attributes.get(ident)
+        if attr is None:
+            return None
+        for k in ("string", "int", "bool", "version"):
+            if attr.get(k) is not None:
+                return (k, attr[k])
+        return None
+
+    def add(self, base: str, sub: str, device: SliceDevice, driver: str) -> bool:
+        if not self._applies(base, sub):
+            return True
+        v = self._lookup(device, driver)
+        if v is None:
+            return False
+        if self.n == 0:
+            self.value, self.n = v, 1
+            return True
+        if v != self.value:
+            return False
+        self.n += 1
+        return True
+
+    def remove(self, base: str, sub: str) -> None:
+        if not self._applies(base, sub):
+            return
+        self.n -= 1
+        if self.n == 0:
+            self.value = None
+
+
+class Allocator:
+    """One allocation attempt over the given state; ``allocate`` may be called once per node."""
+
+    def __init__(
+        self,
+        classes: Callable[[str], DeviceClass | None],
+        slices: list[ResourceSlice],
+        allocated: set[DeviceID],
+        cel_cache: SelectorCache,
+    ) -> None:
+        self.classes = classes
+        self.slices = slices
+        self.allocated = allocated
+        self.cel = cel_cache
+        self._cel_devices: dict[DeviceID, Device] = {}
+
+    # ------------------------------------------------------------------------------ selectors
+    def _cel_device(self, did: DeviceID, d: SliceDevice) -> Device:
+        got = self._cel_devices.get(did)
+        if got is None:
+            got = Device(did[0], d.attributes, d.capacity, d.allow_multiple_allocations)
+            self._cel_devices[did] = got
+        return got
+
+    def _selectors_match(self, who: str, selectors: tuple[str, ...], dev: Device) -> bool:
+        for i, expr in enumerate(selectors):
+            sel = self.cel.get(expr)
+            if sel.error is not None:
+                raise AllocationError(f"{who}: selector #{i}: CEL compile error: {sel.error}")
+            try:
+                if not sel.matches(dev):
+                    return False
+            except CELRuntimeError as e:
+                raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
+        return True
+
+    # ------------------------------------------------------------------------------ allocate
+    def allocate(
+        self, node_name: str, labels: Mapping[str, str], claims: list[ResourceClaim]
+    ) -> list[dict[str, Any]] | None:
+        """One allocation (status.allocation JSON) per claim, or None when this node cannot have them."""
+        pools = gather_pools(self.slices, node_name, labels)
+        matches: dict[tuple[DeviceID, int, str], bool] = {}
+        requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives (1 for exactly)
+        constraints: list[list[_MatchAttribute]] = []
+        for ci, claim in enumerate(claims):
+            per_claim = []
+            for req in claim.requests:
+                alts = [req.exactly] if req.exactly is not None else list(req.first_available)
+                per_claim.append([self._request(ci, claim, req.name, a, pools, matches) for a in alts])
+            requests.append(per_claim)
+            cons = []
+            for i, c in enumerate(claim.constraints):
+                if c.match_attribute:
+                    cons.append(_MatchAttribute(c.requests, c.match_attribute))
+                elif c.distinct_attribute:
+                    # DRAConsumableCapacity's distinctAttribute is not implemented yet: refuse rather
+                    # than allocate devices the constraint would have excluded.
+                    raise AllocationError(
+                        f"claim {claim.key}, constraint #{i}: distinctAttribute is not supported by pyscheduler yet"
+                    )
+                else:
+                    raise AllocationError(
+                        f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                    )
+            constraints.append(cons)
+
+        taking: dict[DeviceID, set[int]] = {}
+        results: list[list[tuple[_Request, DeviceID]]] = [[] for _ in claims]
+
+        def in_use(did: DeviceID) -> bool:
+            return did in self.allocated or bool(taking.get(did))
+
+        def take(r: _Request, did: DeviceID, dev: SliceDevice) -> Callable[[], None] | None:
+            if r.exact.admin_access:
+                if r.claim_index in taking.get(did, ()):
+                    return None
+            elif in_use(did):
+                return None
+            for added, c in enumerate(constraints[r.claim_index]):
+                if not c.add(r.base, r.sub, dev, did[0]):
+                    for c2 in constraints[r.claim_index][:added][::-1]:
+                        c2.remove(r.base, r.sub)
+                    return None
+            taking.setdefault(did, set()).add(r.claim_index)
+            results[r.claim_index].append((r, did))
+
+            def undo() -> None:
+                results[r.claim_index].pop()
+                taking[did].discard(r.claim_index)
+                for c in constraints[r.claim_index][::-1]:
+                    c.remove(r.base, r.sub)
+
+            return undo
+
+        def one(ci: int, ri: int, r: _Request | None, di: int) -> bool:
+            if ci >= len(claims):
+                return True
+            if ri >= len(requests[ci]):
+                return one(ci + 1, 0, None, 0)
+            if r is None:
+                # firstAvailable: in order, the first alternative with which everything after works
+                return any(one(ci, ri, alt, 0) for alt in requests[ci][ri])
+            if r.exact.allocation_mode == ALLOCATION_MODE_ALL and not r.all_devices:
+                return False
+            if di >= r.num_devices:
+                return one(ci, ri + 1, None, 0)
+            if len(results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+                return False
+            if r.exact.allocation_mode == ALLOCATION_MODE_ALL:
+                did, dev = r.all_devices[di]
+                undo = take(r, did, dev)
+                if undo is None:
+                    return False
+                if one(ci, ri, r, di + 1):
+                    return True
+                undo()
+                return False
+            for pool in pools:
+                if pool.incomplete or pool.invalid:
+                    continue
+                for s in pool.slices:
+                    for dev in s.devices:
+                        did = (pool.driver, pool.name, dev.name)
+                        if r.exact.admin_access:
+                            if ci in taking.get(did, ()):
+                                continue
+                        elif in_use(did):
+                            continue
+                        if not self._selectable(r, did, dev, matches):
+                            continue
+                        undo = take(r, did, dev)
+                        if undo is None:
+                            continue
+                        if one(ci, ri, r, di + 1):
+                            return True
+                        undo()
+            return False
+
+        if not one(0, 0, None, 0):
+            for pool in pools:
+                if pool.invalid:
+                    raise AllocationError("invalid resource pools were encountered")
+            return None
+        out = []
+        for ci, claim in enumerate(claims):
+            devs = []
+            for r, did in results[ci]:
+                entry: dict[str, Any] = {
+                    "request": r.name,
+                    "driver": did[0],
+                    "pool": did[1],
+                    "device": did[2],
+                }
+                if r.exact.admin_access:
+                    entry["adminAccess"] = True
+                devs.append(entry)
+            allocation: dict[str, Any] = {"devices": {"results": devs}}
+            config = self._config(claim, results[ci])
+            if config:
+                allocation["devices"]["config"] = config
+            selector = self._node_selector(node_name, results[ci], pools)
+            if selector is not None:
+                allocation["nodeSelector"] = selector
+            out.append(allocation)
+        return out
+
+    def _request(
+        self,
+        ci: int,
+        claim: ResourceClaim,
+        base: str,
+        exact: ExactRequest,
+        pools: list[Pool],
+        matches: dict[tuple[DeviceID, int, str], bool],
+    ) -> _Request:
+        if not exact.device_class_name:
+            raise AllocationError(
+                f"claim {claim.key}, request {exact.name}: missing device class name (unsupported request type?)"
+            )
+        cls = self.classes(exact.device_class_name)
+        if cls is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {exact.name}: could not retrieve device class "
+                f'{exact.device_class_name}: deviceclass.resource.k8s.io "{exact.device_class_name}" not found'
+            )
+        _, _, sub = exact.name.partition("/")
+        r = _Request(ci, claim.key, exact.name, base, sub, exact, cls)
+        if exact.allocation_mode == ALLOCATION_MODE_ALL:
+            for pool in pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {exact.name}: asks for all devices, but resource pool "
+                        f"{pool.driver}/{pool.name} is currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {exact.name}: asks for all devices, but resource pool "
+                        f"{pool.driver}/{pool.name} is currently invalid"
+                    )
+                for s in pool.slices:
+                    for dev in s.devices:
+                        did = (pool.driver, pool.name, dev.name)
+                        if self._selectable(r, did, dev, matches):
+                            r.all_devices.append((did, dev))
+            r.num_devices = len(r.all_devices)
+        else:
+            r.num_devices = exact.count
+        return r
+
+    def _selectable(
+        self, r: _Request, did: DeviceID, dev: SliceDevice, matches: dict[tuple[DeviceID, int, str], bool]
+    ) -> bool:
+        key = (did, r.claim_index, r.name)
+        hit = matches.get(key)
+        if hit is not None:
+            return hit
+        cdev = self._cel_device(did, dev)
+        ok = self._selectors_match(f"class {r.cls.name}", r.cls.selectors, cdev) and self._selectors_match(
+            f"claim {r.claim_key}", r.exact.selectors, cdev
+        )
+        matches[key] = ok
+        return ok
+
+    @staticmethod
+    def _config(claim: ResourceClaim, chosen: list[tuple[_Request, DeviceID]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        by_request: dict[str, _Request] = {}
+        for picked, _ in chosen:
+            by_request.setdefault(picked.base, picked)
+        seen_classes: dict[str, list[dict[str, Any]]] = {}
+        for req in claim.requests:
+            r = by_request.get(req.name)
+            if r is None:
+                continue
+            if r.cls.name in seen_classes:
+                for entry in seen_classes[r.cls.name]:
+                    entry["requests"].append(r.name)
+                continue
+            entries = []
+            for c in r.cls.config:
+                entry = {"source": "FromClass", "requests": [r.name], **{k: v for k, v in c.items()}}
+                out.append(entry)
+                entries.append(entry)
+            seen_classes[r.cls.name] = entries
+        for c in claim.config:
+            names = list(c.get("requests") or [])
+            base = {k: v for k, v in c.items()}
+            if not names:
+                out.append({"source": "FromClaim", **base})
+                continue
+            for req in claim.requests:
+                used = by_request.get(req.name)
+                if req.name in names or (used is not None and used.sub and used.name in names):
+                    out.append({"source": "FromClaim", **base})
+        return out
+
+    @staticmethod
+    def _node_selector(
+        node_name: str, chosen: list[tuple[_Request, DeviceID]], pools: list[Pool]
+    ) -> dict[str, Any] | None:
+        """As kube's createNodeSelector: the first node-local device pins the claim to its node
+        (matchFields metadata.name); otherwise the requirements of single-term slice node selectors are
+        merged into one term; allNodes slices add nothing."""
+        by_pool = {(p.driver, p.name): p for p in pools}
+        fields: list[Any] = []
+        exprs: list[Any] = []
+        for _, did in chosen:
+            pool = by_pool[(did[0], did[1])]
+            s = next(s for s in pool.slices if any(d.name == did[2] for d in s.devices))
+            if s.node_name:
+                return {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [s.node_name]}]}
+                    ]
+                }
+            if s.node_selector is not None:
+                terms = list(s.node_selector.get("nodeSelectorTerms") or [])
+                if len(terms) > 1:
+                    raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+                if terms:
+                    for src, dst in (
+                        (terms[0].get("matchFields"), fields),
+                        (terms[0].get("matchExpressions"), exprs),
+                    ):
+                        for req in src or []:
+                            if req not in dst:
+                                dst.append(req)
+        if not fields and not exprs:
+            return None
+        term: dict[str, Any] = {}
+        if exprs:
+            term["matchExpressions"] = exprs
+        if fields:
+            term["matchFields"] = fields
+        return {"nodeSelectorTerms": [term]}

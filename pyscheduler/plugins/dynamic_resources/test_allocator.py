@@ -1,0 +1,289 @@
+"""Structured allocator table tests, modelled on upstream's allocatortesting cases (names kept)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pyscheduler.framework.dra import DeviceClass, ResourceClaim, ResourceSlice
+from pyscheduler.plugins.dynamic_resources.allocator import AllocationError, Allocator
+from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
+
+DRIVER_A, DRIVER_B = "driver-a", "driver-b"
+NODE1 = "node-1"
+LOCAL = {
+    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [NODE1]}]}]
+}
+
+
+def cls(name: str, driver: str, config: list[dict[str, Any]] | None = None) -> DeviceClass:
+    return DeviceClass.from_dict(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}],
+                "config": config or [],
+            },
+        }
+    )
+
+
+CLASSES = {"class-a": cls("class-a", DRIVER_A), "class-b": cls("class-b", DRIVER_B)}
+
+
+def dev(name: str, memory: str | None = None, **attrs: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name}
+    if memory:
+        d["capacity"] = {"memory": {"value": memory}}
+    if attrs:
+        d["attributes"] = {k: v for k, v in attrs.items()}
+    return d
+
+
+def slice_(
+    name: str,
+    pool: str,
+    driver: str,
+    *devices: dict[str, Any],
+    node: str = NODE1,
+    gen: int = 1,
+    count: int = 1,
+    **where: Any,
+) -> ResourceSlice:
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "pool": {"name": pool, "generation": gen, "resourceSliceCount": count},
+        "devices": list(devices),
+    }
+    if where:
+        spec.update(where)
+    else:
+        spec["nodeName"] = node
+    return ResourceSlice.from_dict({"metadata": {"name": name}, "spec": spec})
+
+
+def req(
+    name: str,
+    klass: str = "class-a",
+    count: int = 1,
+    *selectors: str,
+    mode: str = "ExactCount",
+    admin: bool = False,
+) -> dict[str, Any]:
+    exact: dict[str, Any] = {
+        "deviceClassName": klass,
+        "allocationMode": mode,
+        "count": count,
+        "adminAccess": admin,
+    }
+    if mode == "All":
+        del exact["count"]
+    exact["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return {"name": name, "exactly": exact}
+
+
+def claim(
+    name: str,
+    *requests: dict[str, Any],
+    constraints: list[dict[str, Any]] | None = None,
+    config: list[dict[str, Any]] | None = None,
+) -> ResourceClaim:
+    return ResourceClaim.from_dict(
+        {
+            "metadata": {"namespace": "default", "name": name, "uid": name},
+            "spec": {
+                "devices": {
+                    "requests": list(requests),
+                    "constraints": constraints or [],
+                    "config": config or [],
+                }
+            },
+        }
+    )
+
+
+def allocate(
+    claims: list[ResourceClaim],
+    slices: list[ResourceSlice],
+    allocated: set[tuple[str, str, str]] | None = None,
+    classes: dict[str, DeviceClass] | None = None,
+) -> list[dict[str, Any]] | None:
+    a = Allocator((classes or CLASSES).get, slices, allocated or set(), SelectorCache())
+    return a.allocate(NODE1, {"region": "r1"}, claims)
+
+
+def results(allocs: list[dict[str, Any]] | None) -> list[list[tuple[str, str, str, str]]]:
+    assert allocs is not None
+    return [
+        [(r["request"], r["driver"], r["pool"], r["device"]) for r in a["devices"]["results"]] for a in allocs
+    ]
+
+
+def test_simple() -> None:
+    out = allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"))])
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d1")]]
+    assert out is not None and out[0]["nodeSelector"] == LOCAL
+
+
+def test_other_node_and_already_allocated_and_not_enough() -> None:
+    assert (
+        allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"), node="node-2")]) is None
+    )
+    assert (
+        allocate(
+            [claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"))], {(DRIVER_A, "p1", "d1")}
+        )
+        is None
+    )
+    assert allocate([claim("c0", req("r0", count=2))], [slice_("s1", "p1", DRIVER_A, dev("d1"))]) is None
+    # two claims competing for the one device: the burst case within one pod
+    assert (
+        allocate([claim("c0", req("r0")), claim("c1", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"))])
+        is None
+    )
+
+
+def test_small_and_large_backtrack_requests() -> None:
+    c = claim(
+        "c0",
+        req("r0", "class-a", 1, f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("1Gi")) >= 0'),
+        req("r1", "class-a", 1, f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("2Gi")) >= 0'),
+    )
+    out = allocate([c], [slice_("s1", "p1", DRIVER_A, dev("d2", "2Gi"), dev("d1", "1Gi"))])
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d1"), ("r1", DRIVER_A, "p1", "d2")]]
+
+
+def test_all_devices_plus_another_reversed() -> None:
+    claims = [claim("c1", req("r0", "class-b")), claim("c0", req("r0", mode="All"))]
+    out = allocate(claims, [slice_("s1", "p1", DRIVER_A, dev("d1")), slice_("s1", "p1", DRIVER_B, dev("d1"))])
+    assert results(out) == [[("r0", DRIVER_B, "p1", "d1")], [("r0", DRIVER_A, "p1", "d1")]]
+
+
+def test_all_devices_some_allocated_and_admin_access() -> None:
+    slices = [slice_("s1", "p1", DRIVER_A, dev("d1"), dev("d2"))]
+    taken = {(DRIVER_A, "p1", "d1")}
+    assert allocate([claim("c0", req("r0", mode="All"))], slices, taken) is None
+    out = allocate([claim("c0", req("r0", mode="All", admin=True))], slices, taken)
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d1"), ("r0", DRIVER_A, "p1", "d2")]]
+    assert out is not None and all(r["adminAccess"] for r in out[0]["devices"]["results"])
+    assert allocate([claim("c0", req("r0", mode="All"))], []) is None  # no devices: All fails
+
+
+def test_incomplete_and_obsolete_pools() -> None:
+    # one of two slices of generation 1 is missing: the pool's devices are not used
+    incomplete = [slice_("s1", "p1", DRIVER_A, dev("d1"), count=2)]
+    assert allocate([claim("c0", req("r0"))], incomplete) is None
+    with pytest.raises(
+        AllocationError,
+        match="asks for all devices, but resource pool driver-a/p1 is currently being updated",
+    ):
+        allocate([claim("c0", req("r0", mode="All"))], incomplete)
+    # a newer generation replaces the old slice
+    out = allocate(
+        [claim("c0", req("r0"))],
+        [slice_("s1", "p1", DRIVER_A, dev("old")), slice_("s2", "p1", DRIVER_A, dev("new"), gen=2)],
+    )
+    assert results(out) == [[("r0", DRIVER_A, "p1", "new")]]
+
+
+def test_network_attached_and_selector_slices() -> None:
+    sel = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1"]}]}]
+    }
+    out = allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"), nodeSelector=sel)])
+    assert out is not None and out[0]["nodeSelector"] == sel
+    out = allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"), allNodes=True)])
+    assert out is not None and "nodeSelector" not in out[0]
+    other = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "region", "operator": "In", "values": ["r2"]}]}]
+    }
+    assert (
+        allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"), nodeSelector=other)])
+        is None
+    )
+
+
+def test_pools_in_driver_then_pool_order() -> None:
+    slices = [slice_("s9", "p2", DRIVER_A, dev("d1")), slice_("s1", "p1", DRIVER_A, dev("d1"))]
+    assert results(allocate([claim("c0", req("r0"))], slices)) == [[("r0", DRIVER_A, "p1", "d1")]]
+
+
+def test_with_constraint_for_request_retry() -> None:
+    c = claim(
+        "c0",
+        req("r0"),
+        req("r1"),
+        constraints=[
+            {"requests": ["r0"], "matchAttribute": f"{DRIVER_A}/driverVersion"},
+            {"matchAttribute": f"{DRIVER_A}/stringAttribute"},
+        ],
+    )
+    s = slice_(
+        "s1",
+        "p1",
+        DRIVER_A,
+        dev("d1", driverVersion={"version": "1.0.0"}, stringAttribute={"string": "a"}),
+        dev("d2", driverVersion={"version": "2.0.0"}, stringAttribute={"string": "b"}),
+        dev("d3", driverVersion={"version": "3.0.0"}, stringAttribute={"string": "b"}),
+    )
+    assert results(allocate([c], [s])) == [[("r0", DRIVER_A, "p1", "d2"), ("r1", DRIVER_A, "p1", "d3")]]
+
+
+def test_constraint_on_missing_attribute_fails() -> None:
+    c = claim("c0", req("r0"), constraints=[{"matchAttribute": f"{DRIVER_A}/nope"}])
+    assert allocate([c], [slice_("s1", "p1", DRIVER_A, dev("d1"))]) is None
+
+
+def test_prioritized_list_first_unavailable_and_backtracking() -> None:
+    big = f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("8Gi")) >= 0'
+    small = f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("4Gi")) >= 0'
+    c = claim(
+        "c0",
+        {
+            "name": "r0",
+            "firstAvailable": [
+                {"name": "big", "deviceClassName": "class-a", "selectors": [{"cel": {"expression": big}}]},
+                {
+                    "name": "small",
+                    "deviceClassName": "class-a",
+                    "selectors": [{"cel": {"expression": small}}],
+                },
+            ],
+        },
+        req("r1", "class-a", 1, big),
+    )
+    slices = [slice_("s1", "p1", DRIVER_A, dev("d1", "8Gi")), slice_("s2", "p2", DRIVER_A, dev("d2", "4Gi"))]
+    # r0/big would take the only 8Gi device that r1 needs: backtrack to r0/small
+    assert results(allocate([c], slices)) == [
+        [("r0/small", DRIVER_A, "p2", "d2"), ("r1", DRIVER_A, "p1", "d1")]
+    ]
+
+
+def test_errors_carry_kubes_messages() -> None:
+    s = [slice_("s1", "p1", DRIVER_A, dev("d1"))]
+    with pytest.raises(
+        AllocationError,
+        match=r'claim default/c0, request r0: could not retrieve device class class-x: deviceclass.resource.k8s.io "class-x" not found',
+    ):
+        allocate([claim("c0", req("r0", "class-x"))], s)
+    with pytest.raises(
+        AllocationError, match=r"claim default/c0: selector #0: CEL runtime error: no such key: nope"
+    ):
+        allocate([claim("c0", req("r0", "class-a", 1, f'device.attributes["{DRIVER_A}"].nope'))], s)
+    with pytest.raises(
+        AllocationError, match=r"claim default/c0: selector #0: CEL compile error: compilation failed"
+    ):
+        allocate([claim("c0", req("r0", "class-a", 1, "device.driver =="))], s)
+
+
+def test_with_class_device_config_and_claim_config() -> None:
+    opaque = {"opaque": {"driver": DRIVER_A, "parameters": {"k": "v"}}}
+    classes = {"class-a": cls("class-a", DRIVER_A, [opaque])}
+    c = claim("c0", req("r0"), req("r1"), config=[{"requests": ["r1"], **opaque}])
+    out = allocate([c], [slice_("s1", "p1", DRIVER_A, dev("d1"), dev("d2"))], classes=classes)
+    assert out is not None
+    assert out[0]["devices"]["config"] == [
+        {"source": "FromClass", "requests": ["r0", "r1"], **opaque},
+        {"source": "FromClaim", "requests": ["r1"], **opaque},
+    ]

@@ -1,0 +1,111 @@
+"""ClaimTracker: an allocation is visible before its write returns; only newer watch events supersede."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pyscheduler.backend.claims import AssumeError, ClaimTracker
+from pyscheduler.framework.dra import ResourceClaim
+
+
+def claim(
+    name: str = "c", rv: int = 1, devices: list[str] | None = None, admin: bool = False, uid: str = ""
+) -> ResourceClaim:
+    status: dict[str, object] = {}
+    if devices is not None:
+        status["allocation"] = {
+            "devices": {
+                "results": [
+                    {"request": "r", "driver": "d", "pool": "p", "device": dev, "adminAccess": admin}
+                    for dev in devices
+                ]
+            }
+        }
+    return ResourceClaim.from_dict(
+        {
+            "metadata": {
+                "namespace": "ns",
+                "name": name,
+                "uid": uid or f"uid-{name}",
+                "resourceVersion": str(rv),
+            },
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+            "status": status,
+        }
+    )
+
+
+def test_pending_allocation_counts_before_the_write_and_until_removed() -> None:
+    t = ClaimTracker()
+    t.on_add(claim())
+    assert t.allocated_devices() == set()
+    t.signal_pending_allocation(claim(devices=["gpu-0"]))
+    assert t.allocated_devices() == {("d", "p", "gpu-0")}
+    # the write returned: assume the written copy, drop the in-flight entry
+    t.assume(claim(rv=2, devices=["gpu-0"]))
+    assert t.remove_pending_allocation("uid-c")
+    assert t.allocated_devices() == {("d", "p", "gpu-0")}
+    # a stale watch event (the pre-allocation copy) does not undo the assumed allocation
+    t.on_update(claim(), claim(rv=1))
+    assert t.get("ns", "c") is not None and t.get("ns", "c").allocated  # type: ignore[union-attr]
+    # a newer watched copy (here: deallocated by someone else) supersedes the assumed one
+    t.on_update(claim(), claim(rv=3))
+    assert t.allocated_devices() == set()
+
+
+def test_restore_returns_to_the_watched_copy() -> None:
+    t = ClaimTracker()
+    t.on_add(claim(rv=5))
+    t.assume(claim(rv=5, devices=["gpu-1"]))
+    assert t.allocated_devices() == {("d", "p", "gpu-1")}
+    t.restore("ns/c")
+    assert t.allocated_devices() == set() and not t.get("ns", "c").allocated  # type: ignore[union-attr]
+    with pytest.raises(AssumeError, match="out of sync"):
+        t.assume(claim(rv=4))
+    with pytest.raises(AssumeError, match="not found"):
+        t.assume(claim(name="other"))
+
+
+def test_shared_in_flight_claim_stays_until_last_sharer() -> None:
+    t = ClaimTracker()
+    t.signal_pending_allocation(claim(devices=["gpu-0"]))
+    t.signal_pending_allocation(claim(devices=["gpu-0"]))
+    assert not t.remove_pending_allocation("uid-c")
+    assert t.allocated_devices() == {("d", "p", "gpu-0")}
+    assert t.remove_pending_allocation("uid-c")
+    assert t.allocated_devices() == set()
+    assert not t.remove_pending_allocation("uid-c")
+
+
+def test_admin_access_does_not_take_the_device_and_delete_frees() -> None:
+    t = ClaimTracker()
+    t.on_add(claim(name="admin", devices=["gpu-0"], admin=True))
+    t.on_add(claim(name="user", devices=["gpu-1"]))
+    assert t.allocated_devices() == {("d", "p", "gpu-1")}
+    t.on_delete(claim(name="user"))
+    assert t.allocated_devices() == set()
+
+
+def test_burst_never_hands_a_device_out_twice() -> None:
+    """Many threads each take the first free device under the tracker's view, as Reserve would."""
+    t = ClaimTracker()
+    devices = [f"gpu-{i}" for i in range(50)]
+    pick = threading.Lock()  # the scheduling cycle is serial: one allocation decision at a time
+    won: list[str] = []
+
+    def reserve(i: int) -> None:
+        with pick:
+            free = [d for d in devices if ("d", "p", d) not in t.allocated_devices()]
+            if not free:
+                return
+            t.signal_pending_allocation(claim(name=f"c{i}", devices=[free[0]], uid=f"u{i}"))
+            won.append(free[0])
+
+    threads = [threading.Thread(target=reserve, args=(i,)) for i in range(200)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(won) == 50 and len(set(won)) == 50
