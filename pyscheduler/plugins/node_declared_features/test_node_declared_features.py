@@ -223,3 +223,21 @@ def test_in_the_default_profile_last_and_without_weight() -> None:
     assert DEFAULT_MULTI_POINT[-1].weight is None
     assert NAME not in NOT_IMPLEMENTED
     assert NAME in registry.in_tree()
+
+
+def test_explain_shows_the_verdict_node_by_node() -> None:
+    from pyscheduler.config.load import load_config
+    from pyscheduler.explain import explain
+
+    reg = registry.in_tree()
+    config = load_config(None, reg, lambda name: registry.plugin_extension_points(reg[name]))
+    nodes = [
+        make_node("old").capacity(cpu="4", memory="8Gi", pods=110).json(),
+        make_node("new").capacity(cpu="4", memory="8Gi", pods=110).declared_features(RESTART_ALL).json(),
+    ]
+    pod = make_pod("p").scheduler("py-scheduler").restart_rule("RestartAllContainers").json()
+    ex = explain(pod, nodes, [], {}, config, reg)
+    assert ex.fits == ["new"]
+    assert list(ex.rejected) == ["old"]
+    assert ex.rejected["old"].plugin == NAME
+    assert f"1 x {NAME}: {ERR_REASON_UNSATISFIED}   [old]" in ex.render()
