@@ -113,3 +113,19 @@ def test_a_node_heartbeat_leaves_the_cache_alone_but_a_label_change_reaches_the_
     assert info.generation > generation
     assert info.node is not None and info.node.labels == {"zone": "b"}
     assert app.scheduler.snapshot.node_table().node_epoch > epoch
+
+
+def test_a_node_declaring_a_feature_is_an_update_plugins_are_told_of(app: App) -> None:
+    from pyscheduler.app import _node_action
+    from pyscheduler.framework.events import Action
+
+    h = _NodeHandler(app)
+    n1 = make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj()
+    h.on_add(n1)
+    upgraded = dataclasses.replace(n1, declared_features=("RestartAllContainersOnContainerExits",))
+    assert _node_action(n1, upgraded) == Action.UPDATE_NODE_DECLARED_FEATURE
+    h.on_update(n1, upgraded)
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    info = app.scheduler.snapshot.get("n1")
+    assert info is not None and info.node is not None
+    assert info.node.declared_features == ("RestartAllContainersOnContainerExits",)

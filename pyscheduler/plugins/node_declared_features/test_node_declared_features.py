@@ -241,3 +241,30 @@ def test_explain_shows_the_verdict_node_by_node() -> None:
     assert list(ex.rejected) == ["old"]
     assert ex.rejected["old"].plugin == NAME
     assert f"1 x {NAME}: {ERR_REASON_UNSATISFIED}   [old]" in ex.render()
+
+
+def test_a_parked_pod_is_retried_only_when_a_node_declares_features() -> None:
+    from pyscheduler.backend.queue import UNSCHEDULABLE, SchedulingQueue
+    from pyscheduler.testing.clock import FakeClock
+
+    pl = NodeDeclaredFeatures()
+    q = SchedulingQueue(
+        lambda a, b: a.timestamp < b.timestamp, FakeClock(), events_map={NAME: pl.events_to_register()}
+    )
+    q.add(NEEDS_RESTART_ALL.obj())
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    qpi.unschedulable_plugins = {NAME}
+    q.add_unschedulable_if_not_present(qpi)
+    assert q.pending_pods()[UNSCHEDULABLE] == 1
+
+    old = make_node("n1").obj()
+    relabelled = make_node("n1").label("a", "b").obj()
+    q.move_all_to_active_or_backoff(ClusterEvent(Resource.NODE, Action.UPDATE_NODE_LABEL), old, relabelled)
+    assert q.pending_pods()[UNSCHEDULABLE] == 1  # not an event the plugin registered
+
+    declaring = make_node("n1").declared_features(RESTART_ALL).obj()
+    q.move_all_to_active_or_backoff(
+        ClusterEvent(Resource.NODE, Action.UPDATE_NODE_DECLARED_FEATURE), old, declaring
+    )
+    assert q.pending_pods()[UNSCHEDULABLE] == 0
