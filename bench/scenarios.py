@@ -985,7 +985,7 @@ add(scenario(
     "ndf-mixed", "nodes declaring a feature, another one, or none; pods needing it or nothing",
     ["NodeDeclaredFeatures", "NodeResourcesFit"],
     [declaring(node("n1", "4"), RESTART_ALL), declaring(node("n2", "8"), "SomeFutureFeature"),
-     node("n3", "8"), declaring(node("n4", "2"), "SomeFutureFeature", RESTART_ALL)],
+     node("n3", "6"), declaring(node("n4", "2"), "SomeFutureFeature", RESTART_ALL)],
     pods=[restarts_all(pod("p1", cpu="1")), pod("p2", cpu="1"), restarts_all(pod("p3", cpu="3")),
           restarts_all(pod("p4", cpu="3")), pod("p5", cpu="2"), restarts_all(pod("p6", cpu="500m"))],
 ))
@@ -1000,8 +1000,8 @@ add(scenario(
 add(scenario(
     "ndf-declared-later", "a parked pod schedules once a node's kubelet declares the feature",
     ["NodeDeclaredFeatures"],
-    [node("n1"), node("n2")],
-    batch=[restarts_all(pod("b1", cpu="100m")), pod("b2", cpu="100m")],
+    [node("n1", "8"), node("n2")],  # n1 is roomier: b2's placement is no score tie (batch pods get no tie judging)
+    batch=[restarts_all(pod("b1", cpu="100m")), pod("b2", cpu="1")],
     node_updates=[{"metadata": {"name": "n2"}, "status": {"declaredFeatures": [RESTART_ALL]}}],
 ))
 
