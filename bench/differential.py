@@ -12,9 +12,10 @@ only one scheduler process runs at a time::
 
     for scheduler in (kube-scheduler, pyscheduler):
         create namespaces, objects (+ their status), nodes, existing (bound) pods, batch pods
-        start the scheduler (same profile: kube 1.36 defaults minus DynamicResources and
-                             NodeDeclaredFeatures, which pyscheduler does not implement)
+        start the scheduler (same profile: kube 1.36 defaults minus DynamicResources, which
+                             pyscheduler does not implement)
         batch pods: wait until each is bound or reported unschedulable
+        node_updates (if any): patch the nodes' status, then wait for the pending batch pods again
         for each pod, in order:
             list the cluster (pods; plus nodes and other objects on the kube-scheduler pass)
             create the pod; wait until it is bound, or its PodScheduled condition says it is not
@@ -73,11 +74,11 @@ from pyscheduler.testing.daemon import SchedulerProcess
 JSON = dict[str, Any]
 
 SCHEDULER_NAME = "diff-scheduler"
-# kube 1.36's default profile has two plugins pyscheduler does not implement; they are disabled on both
-# sides so the profiles are the same (no scenario uses DRA claims or node-declared features).
+# kube 1.36's default profile has one plugin pyscheduler does not implement, DynamicResources; it is
+# disabled on both sides so the profiles are the same (no scenario uses DRA claims).
 PROFILE: JSON = {
     "schedulerName": SCHEDULER_NAME,
-    "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}, {"name": "NodeDeclaredFeatures"}]}},
+    "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}},
 }
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -659,6 +660,7 @@ class PodRun:
 class Pass:
     batch: dict[str, Outcome] = field(default_factory=dict)
     batch_post: dict[str, str] = field(default_factory=dict)
+    batch_late: dict[str, Outcome] = field(default_factory=dict)  # pending batch pods after node_updates
     pods: list[PodRun] = field(default_factory=list)
     scores: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # kube's logged scores
 
@@ -873,7 +875,12 @@ class ScenarioRunner:
             for p in self.sc.batch:
                 ns, name = _ns_of(self._fill(p)), _name_of(p)
                 result.batch[name] = self.await_decision(ns, name, may_preempt=True)
-            for name, o in result.batch.items():
+            if self.sc.node_updates:
+                self.update_nodes()
+                for name, o in result.batch.items():
+                    if not o.bound:
+                        result.batch_late[name] = self.await_binding(self.sc.namespace, name)
+            for name, o in {**result.batch, **result.batch_late}.items():
                 if not o.bound:
                     self.delete_pod(f"{self.sc.namespace}/{name}")
             result.batch_post = self.api.bound_pods()
@@ -888,6 +895,32 @@ class ScenarioRunner:
         if isinstance(scheduler, KubeScheduler):
             result.scores = scheduler.scores()
         return result
+
+    def update_nodes(self) -> None:
+        for u in self.sc.node_updates:
+            self.api.call("PATCH", f"/api/v1/nodes/{_name_of(u)}/status", {"status": u["status"]},
+                          content_type="application/merge-patch+json")
+
+    def await_binding(self, ns: str, name: str, timeout: float = DECISION_TIMEOUT) -> Outcome:
+        """Wait for a pod already reported unschedulable to be bound after a cluster change; still
+        pending at ``timeout``: its latest PodScheduled condition and FailedScheduling note."""
+        start = time.monotonic()
+        path = f"/api/v1/namespaces/{ns}/pods/{name}"
+        while True:
+            p = self.api.get(path)
+            now = time.monotonic()
+            if p is None:
+                return Outcome(reason="Deleted", seconds=now - start)
+            if p["spec"].get("nodeName"):
+                return Outcome(node=p["spec"]["nodeName"], seconds=now - start)
+            if now - start > timeout:
+                st = p.get("status") or {}
+                cond: dict[str, Any] = next((c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+                out = Outcome(reason=str(cond.get("reason") or "Timeout"),
+                              condition_message=str(cond.get("message") or ""), seconds=now - start)
+                out.message = self.failed_scheduling_note(ns, p["metadata"]["uid"]) or out.condition_message
+                return out
+            time.sleep(POLL)
 
     def place(self, p: JSON, keep_state: bool) -> PodRun:
         api = self.api
@@ -924,6 +957,10 @@ def judge(sc: Scenario, kube: Pass, py: Pass, evaluator: _Evaluator) -> list[Pod
         name = _name_of(p)
         k, q = kube.batch[name], py.batch[name]
         out.append(_judge_one(sc.name, name, k, q, None, kube.scores.get(f"{sc.namespace}/{name}")))
+    for name in sorted(kube.batch_late.keys() | py.batch_late.keys()):
+        # a pod pending on one side only was already judged a disagreement; judge the rest again
+        k, q = kube.batch_late.get(name, kube.batch[name]), py.batch_late.get(name, py.batch[name])
+        out.append(_judge_one(sc.name, f"{name}@after-update", k, q, None))
     for i, p in enumerate(sc.pods):
         k, q = kube.pods[i].outcome, py.pods[i].outcome
         kr = kube.pods[i]

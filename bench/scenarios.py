@@ -15,6 +15,9 @@ once for kube-scheduler and once for pyscheduler:
                order (PrioritySort) decides anything
     pods       pods created one at a time after the scheduler is ready; the runner waits for each
                to be bound or reported unschedulable before the next
+    node_updates  node status changes (``{"metadata": {"name"}, "status": {...}}``, merge-patched into
+               the status subresource) made once the batch pods are decided; the batch pods left
+               pending are then watched again and judged a second time as ``<name>@after-update``
 
 Namespaced objects written with namespace ``""`` (the builders' default here) land in the scenario's own
 namespace (``diff-<name>``); PV ``claimRef.namespace`` ``""`` likewise. Extra namespaces (for
@@ -55,6 +58,7 @@ class Scenario:
     objects: tuple[JSON, ...] = ()
     batch: tuple[JSON, ...] = ()
     namespace_labels: Mapping[str, str] = field(default_factory=dict)
+    node_updates: tuple[JSON, ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -256,9 +260,10 @@ def scenario(
     name: str, description: str, plugins: Sequence[str], nodes: Sequence[JSON],
     pods: Sequence[JSON | PodBuilder] = (), existing: Sequence[JSON] = (), objects: Sequence[JSON] = (),
     batch: Sequence[JSON | PodBuilder] = (), namespace_labels: Mapping[str, str] | None = None,
+    node_updates: Sequence[JSON] = (),
 ) -> Scenario:
     return Scenario(name, description, tuple(plugins), tuple(nodes), _json(pods), tuple(existing),
-                    tuple(objects), _json(batch), dict(namespace_labels or {}))
+                    tuple(objects), _json(batch), dict(namespace_labels or {}), tuple(node_updates))
 
 
 def three(cpu: str = "4", memory: str = "8Gi", **kw: Any) -> list[JSON]:
@@ -1028,6 +1033,52 @@ add(scenario(
           for i in range(1, 7)]
     + [affinity(pod(f"q{i}", cpu="300m", app="cache"), pod_term(HOST, {"app": "cache"}), anti=True)
        for i in range(1, 5)],
+))
+
+
+# ---------------------------------------------------------------- NodeDeclaredFeatures
+# (kept together: nodes that declare features in status.declaredFeatures and nodes that declare none,
+# as an older kubelet's; pods that need a feature by their spec and pods that need none. Of 1.36's
+# features only RestartAllContainersOnContainerExits can be asked for through a v1.36.3 API server with
+# default gates: UserNamespacesHostNetworkSupport's hostNetwork + hostUsers=false is still rejected.)
+
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+
+
+def declaring(n: JSON, *features: str) -> JSON:
+    """The node with ``status.declaredFeatures`` set, as its kubelet would write it (the API server
+    requires the list sorted)."""
+    n["status"]["declaredFeatures"] = sorted(features)
+    return n
+
+
+def restarts_all(b: PodBuilder) -> PodBuilder:
+    """A pod whose container restarts all containers on exit code 42: it needs RESTART_ALL."""
+    return b.restart_rule("RestartAllContainers")
+
+
+add(scenario(
+    "ndf-mixed", "nodes declaring a feature, another one, or none; pods needing it or nothing",
+    ["NodeDeclaredFeatures", "NodeResourcesFit"],
+    [declaring(node("n1", "4"), RESTART_ALL), declaring(node("n2", "8"), "SomeFutureFeature"),
+     node("n3", "6"), declaring(node("n4", "2"), "SomeFutureFeature", RESTART_ALL)],
+    pods=[restarts_all(pod("p1", cpu="1")), pod("p2", cpu="1"), restarts_all(pod("p3", cpu="3")),
+          restarts_all(pod("p4", cpu="3")), pod("p5", cpu="2"), restarts_all(pod("p6", cpu="500m"))],
+))
+
+add(scenario(
+    "ndf-no-node", "no node declares the feature the pod needs (old kubelets): exact message",
+    ["NodeDeclaredFeatures"],
+    [node("n1"), node("n2"), declaring(node("n3"), "SomeFutureFeature")],
+    pods=[restarts_all(pod("p1", cpu="100m")), pod("p2", cpu="100m")],
+))
+
+add(scenario(
+    "ndf-declared-later", "a parked pod schedules once a node's kubelet declares the feature",
+    ["NodeDeclaredFeatures"],
+    [node("n1", "8"), node("n2")],  # n1 is roomier: b2's placement is no score tie (batch pods get no tie judging)
+    batch=[restarts_all(pod("b1", cpu="100m")), pod("b2", cpu="1")],
+    node_updates=[{"metadata": {"name": "n2"}, "status": {"declaredFeatures": [RESTART_ALL]}}],
 ))
 
 

@@ -333,6 +333,8 @@ def _node_action(old: Node, new: Node) -> Action:
         action |= Action.UPDATE_NODE_ANNOTATION
     if old.images != new.images:
         action |= Action.UPDATE_OTHER
+    if old.declared_features != new.declared_features:
+        action |= Action.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 

@@ -23,8 +23,9 @@ Default multiPoint list (kube 1.36 with default feature gates; weights only wher
 SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3), NodeAffinity (2),
 NodePorts, NodeResourcesFit (1), VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 PodTopologySpread (2), InterPodAffinity (2), [DynamicResources], DefaultPreemption,
-NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder. DynamicResources (GA in 1.34) is
-left out: pyscheduler does not implement DRA. A default the registry lacks is skipped with a warning.
+NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, NodeDeclaredFeatures (appended
+when its gate is on, as it is by default in 1.36). DynamicResources (GA in 1.34) is left out:
+pyscheduler does not implement DRA. A default the registry lacks is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class PluginSetSpec:
     path: str = ""
 
 
-# kube 1.36 getDefaultPlugins(), minus DynamicResources (not implemented here).
+# kube 1.36 getDefaultPlugins() with default feature gates, minus DynamicResources (not implemented here).
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -84,11 +85,12 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
+    PluginRef("NodeDeclaredFeatures"),  # appended by kube's applyFeatureGates (gate beta, on in 1.36)
 )
 
 # kube in-tree plugins pyscheduler does not implement. Disabling one is a no-op; enabling one is an error;
 # a pluginConfig entry for one is ignored with a warning (so a kube config that tunes it still loads).
-NOT_IMPLEMENTED: frozenset[str] = frozenset({"DynamicResources", "GangScheduling", "NodeDeclaredFeatures"})
+NOT_IMPLEMENTED: frozenset[str] = frozenset({"DynamicResources", "GangScheduling"})
 
 # Plugins removed from the v1 API (kube validation's invalidPluginsByVersion).
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})

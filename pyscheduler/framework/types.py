@@ -220,6 +220,7 @@ class Container:
     requests: Resource = field(default_factory=Resource, compare=False)
     ports: tuple[ContainerPort, ...] = ()
     restart_policy: str = ""  # "Always" marks a sidecar (restartable init container)
+    restart_rule_actions: tuple[str, ...] = ()  # restartPolicyRules[].action, in order
 
     @classmethod
     def from_dict(cls, c: JSON) -> Container:
@@ -246,6 +247,7 @@ class Container:
             requests=Resource.from_list(requests),
             ports=ports,
             restart_policy=c.get("restartPolicy") or "",
+            restart_rule_actions=tuple(r.get("action") or "" for r in c.get("restartPolicyRules") or ()),
         )
 
 
@@ -320,6 +322,7 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     nominated_node_name: str = ""
     host_network: bool = False
+    host_users: bool | None = None  # spec.hostUsers; None when unset (the default: host user namespace)
     owner_references: tuple[OwnerReference, ...] = ()
     # PodScheduled condition as last written (status, reason, message) so status patches can be skipped
     scheduled_condition: tuple[str, str, str] | None = None
@@ -436,6 +439,7 @@ class Pod:
                 scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
                 nominated_node_name=status.get("nominatedNodeName") or "",
                 host_network=bool(spec.get("hostNetwork")),
+                host_users=_host_users(spec.get("hostUsers")),
                 owner_references=tuple(
                     OwnerReference(
                         r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller"))
@@ -662,6 +666,8 @@ class Node:
     allocatable: Resource = field(default_factory=Resource, compare=False)
     images: tuple[ContainerImage, ...] = ()
     resource_version: str = ""
+    # status.declaredFeatures, in the order the kubelet wrote them (empty: an older kubelet declaring none)
+    declared_features: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, obj: JSON) -> Node:
@@ -685,11 +691,26 @@ class Node:
                     for i in status.get("images") or ()
                 ),
                 resource_version=meta.get("resourceVersion", ""),
+                declared_features=_declared_features(status.get("declaredFeatures")),
             )
         except MalformedObject:
             raise
         except (TypeError, ValueError, AttributeError) as e:
             raise MalformedObject(str(e)) from e
+
+
+def _host_users(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise MalformedObject(f"spec.hostUsers must be a boolean, got {value!r}")
+
+
+def _declared_features(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
+        raise MalformedObject(f"status.declaredFeatures must be a list of strings, got {value!r}")
+    return tuple(value)
 
 
 # --------------------------------------------------------------------------------------------- PodInfo

@@ -34,6 +34,7 @@ IN_TREE_MODULES = (
     "node_resources_balanced_allocation",
     "image_locality",
     "default_binder",
+    "node_declared_features",
 )
 
 # Example plugins shipped with pyscheduler: off by default, enabled by configuration.

@@ -312,6 +312,24 @@ class PodBuilder:
         self._spec["hostNetwork"] = True
         return self
 
+    def host_users(self, value: bool) -> PodBuilder:
+        """``spec.hostUsers`` (false: the pod runs in its own user namespace)."""
+        self._spec["hostUsers"] = value
+        return self
+
+    def restart_rule(
+        self, action: str = "RestartAllContainers", container: int = 0, init: bool = False
+    ) -> PodBuilder:
+        """A ``restartPolicyRules`` entry (on exit code 42) for a container, or an init container when
+        ``init`` (which must exist); the container's ``restartPolicy`` becomes Never if unset, as the
+        API requires."""
+        c = self._spec["initContainers" if init else "containers"][container]
+        c.setdefault("restartPolicy", "Never")
+        c.setdefault("restartPolicyRules", []).append(
+            {"action": action, "exitCodes": {"operator": "In", "values": [42]}}
+        )
+        return self
+
     # status
     def nominated(self, node_name: str) -> PodBuilder:
         self._d["status"]["nominatedNodeName"] = node_name
@@ -379,6 +397,11 @@ class NodeBuilder:
 
     def image(self, name: str, size_bytes: int) -> NodeBuilder:
         self._d["status"].setdefault("images", []).append({"names": [name], "sizeBytes": size_bytes})
+        return self
+
+    def declared_features(self, *names: str) -> NodeBuilder:
+        """``status.declaredFeatures``: what the node's kubelet says it supports."""
+        self._d["status"]["declaredFeatures"] = list(names)
         return self
 
     def fake(self) -> NodeBuilder:

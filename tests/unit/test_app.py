@@ -143,3 +143,19 @@ def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
     assert app.claims.allocated_devices() == {("d", "p", "g0")}
     h.on_delete(claim(2, True))
     assert app.claims.get("ns", "c") is None
+
+
+def test_a_node_declaring_a_feature_is_an_update_plugins_are_told_of(app: App) -> None:
+    from pyscheduler.app import _node_action
+    from pyscheduler.framework.events import Action
+
+    h = _NodeHandler(app)
+    n1 = make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj()
+    h.on_add(n1)
+    upgraded = dataclasses.replace(n1, declared_features=("RestartAllContainersOnContainerExits",))
+    assert _node_action(n1, upgraded) == Action.UPDATE_NODE_DECLARED_FEATURE
+    h.on_update(n1, upgraded)
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    info = app.scheduler.snapshot.get("n1")
+    assert info is not None and info.node is not None
+    assert info.node.declared_features == ("RestartAllContainersOnContainerExits",)

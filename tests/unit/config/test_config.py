@@ -57,6 +57,7 @@ POINTS: dict[str, set[str]] = {
     "NodeResourcesBalancedAllocation": {"preScore", "score"},
     "ImageLocality": {"score"},
     "DefaultBinder": {"bind"},
+    "NodeDeclaredFeatures": {"preFilter", "filter"},
     # kube's test plugins
     "Everything": ALL_POINTS,  # testPlugin
     "CustomScore": {"preScore", "score"},  # scorePlugin1
@@ -143,6 +144,7 @@ DEFAULT_FILTER = (
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",
 )
 DEFAULT_PRE_SCORE = (
     "TaintToleration",
@@ -177,6 +179,7 @@ DEFAULT_EXPANDED = {
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
     ),
     "filter": DEFAULT_FILTER,
     "postFilter": ("DefaultPreemption",),
