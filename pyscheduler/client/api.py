@@ -161,6 +161,14 @@ class ApiConnectionError(ApiError):
     """No HTTP response: connection refused or reset, TLS failure, timeout."""
 
 
+class FencedError(ApiError):
+    """A Binding not sent because ``Api.bind_fence`` said no (this replica no longer holds its lease).
+    Final: retrying cannot make us leader again."""
+
+    def is_retryable(self) -> bool:
+        return False
+
+
 def is_conflict(e: BaseException | None) -> bool:
     return isinstance(e, ApiError) and e.is_conflict()
 
@@ -408,6 +416,10 @@ class Api:
         # counters for metrics and tests
         self.requests_total = 0
         self.retries_total = 0
+        # Checked right before every attempt of a Binding POST, after the rate limiter's wait and before
+        # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
+        # a backoff must not send them once its lease may have passed to another replica.
+        self.bind_fence: Callable[[], bool] | None = None
 
     @property
     def http_worker_pid(self) -> int | None:
@@ -472,6 +484,9 @@ class Api:
         self, method: str, path: str, url: str, data: bytes | None, content_type: str | None, timeout: float
     ) -> tuple[int, Any]:
         self.limiter.acquire()
+        fence = self.bind_fence
+        if fence is not None and method == "POST" and path.endswith("/binding") and not fence():
+            raise FencedError(0, "Fenced", "not the leader any more: binding stopped", method, path)
         self.requests_total += 1
         connect = min(timeout, 10.0)
         headers = self._headers(content_type if data is not None else None)
