@@ -212,8 +212,15 @@ class Checker:
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if ev.get("type") != "BOOKMARK":
                         self._handle(kind, ev["type"], obj)
-            except (OSError, urllib.error.URLError, ValueError, KeyError):
+            except urllib.error.HTTPError as e:
+                if e.code == 410:  # the watch request itself refused: too old a resourceVersion
+                    self.gone[kind] += 1
                 rv = ""
+                self.watch_restarts[kind] += 1
+                self._stop.wait(0.5)
+            except (OSError, ValueError, KeyError):
+                # re-watch from the last resourceVersion, as a reflector does: after a compaction that is
+                # where 410 Gone shows (then we relist and diff)
                 self.watch_restarts[kind] += 1
                 self._stop.wait(0.5)
 
