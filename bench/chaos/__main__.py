@@ -17,7 +17,10 @@ import json
 import os
 import re
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +49,32 @@ def config(ns: str) -> dict[str, Any]:
     }
 
 
+class ProxyProcess:
+    """bench/chaos/proxy.py as its own process in front of the cluster's API server."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        upstream = cluster.server.split("://", 1)[1]
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.chaos.proxy", "--upstream", upstream],
+                                     stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert self.proc.stdout is not None
+        _, port, _, control = self.proc.stdout.readline().split()
+        self.port, self.control = int(port), int(control)
+        self.kubeconfig = Path(tempfile.mkdtemp(prefix="chaos-proxy-")) / "kubeconfig"
+        cfg = json.loads(cluster.kubeconfig.read_text())
+        cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.port}"
+        self.kubeconfig.write_text(json.dumps(cfg))
+
+    def cmd(self, line: str) -> str:
+        with socket.create_connection(("127.0.0.1", self.control), timeout=5) as s:
+            s.sendall(line.encode() + b"\n")
+            return s.makefile().readline().strip()
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
 @dataclass
 class Ctx:
     cluster: LocalCluster
@@ -53,6 +82,7 @@ class Ctx:
     scheds: list[SchedulerProcess]
     checker: Checker
     notes: list[str] = field(default_factory=list)
+    proxy: ProxyProcess | None = None
 
 
 def holder(ctx: Ctx) -> str:
@@ -155,6 +185,25 @@ def f_etcd_compaction(ctx: Ctx) -> float:
     return end
 
 
+def f_proxy_resets(ctx: Ctx) -> float:
+    """Through the proxy: every connection (watches included) reset every 2 s for 16 s, then new
+    connections refused for 4 s, then 300 ms added to every chunk for 10 s."""
+    assert ctx.proxy is not None
+    resets = 0
+    for _ in range(8):
+        ctx.proxy.cmd("reset")
+        resets += 1
+        time.sleep(2)
+    ctx.proxy.cmd("refuse 1")
+    time.sleep(4)
+    ctx.proxy.cmd("refuse 0")
+    ctx.proxy.cmd("latency 0.3")
+    time.sleep(10)
+    ctx.proxy.cmd("latency 0")
+    ctx.notes.append(f"{resets} resets of all connections, 4 s refused, 10 s at +300 ms per chunk")
+    return time.monotonic()
+
+
 SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, replicas)
     "baseline": (f_none, 1),
     "scheduler-sigkill": (f_scheduler_kill, 1),
@@ -162,7 +211,9 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "leader-sigstop": (f_leader_stop, 2),
     "apiserver-restart": (f_apiserver_restart, 1),
     "etcd-compaction": (f_etcd_compaction, 1),
+    "apiserver-resets-latency": (f_proxy_resets, 1),
 }
+VIA_PROXY = {"apiserver-resets-latency"}
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -196,12 +247,13 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=hash(name) & 0xFFFF)
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.setup()
+    proxy = ProxyProcess(cluster) if name in VIA_PROXY else None
     scheds = [
-        SchedulerProcess(cluster.kubeconfig, config(ns), leader_elect=replicas > 1,
+        SchedulerProcess(proxy.kubeconfig if proxy else cluster.kubeconfig, config(ns), leader_elect=replicas > 1,
                          env={"POD_NAME": f"{name}-{i}"}, name=f"chaos-{i}")
         for i in range(replicas)
     ]
-    ctx = Ctx(cluster, ns, scheds, checker)
+    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy)
     t0 = time.monotonic()
     try:
         for s in scheds:
@@ -245,12 +297,15 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
                     os.killpg(s.proc.pid, signal.SIGCONT)
             s.stop(timeout=15)
         checker.stop()
+        if proxy is not None:
+            proxy.stop()
         wl.teardown()
     summary = checker.summary()
     result = {
         "scenario": name, **summary, "recovery_s": None if recovery is None else round(recovery, 2),
         "seconds": round(time.monotonic() - t0, 1), "notes": ctx.notes, "actions": wl.actions,
         "workload_errors": len(wl.errors), "watch_410": dict(checker.gone),
+        "pending_reasons": checker.pending_reasons(),
         "violations": [v.__dict__ for v in checker.violations[:20]],
     }
     if any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
@@ -274,9 +329,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             r = run_scenario(cluster, name, args.minutes, args.nodes, args.rate, soak=args.soak)
             results.append(r)
-            print(f"{name}: pods {r['pods']} (bound {r['bound']}), lost {r['lost']}, overcommitted "
+            print(f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
+                  f"lost {r['lost']}, overcommitted "
                   f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
                   f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}", flush=True)
+            for msg, n in list(r["pending_reasons"].items())[:3]:
+                print(f"  pending {n}: {msg}", flush=True)
             for v in r["violations"][:5]:
                 print(f"  {v['kind']}: {v['subject']}: {v['detail']}", flush=True)
     if args.out:

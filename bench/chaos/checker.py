@@ -365,12 +365,27 @@ class Checker:
         with self.lock:
             return sum(1 for r in self.pods.values() if not r.deleted and not r.binds)
 
+    def pending_reasons(self) -> dict[str, int]:
+        """The PodScheduled messages of the pods still pending (shortened), with counts."""
+        out: dict[str, int] = {}
+        with self.lock:
+            for r in self.pods.values():
+                if r.deleted or r.binds:
+                    continue
+                conds = (r.last.get("status") or {}).get("conditions") or []
+                msg = next((str(c.get("message") or c.get("reason")) for c in conds if c.get("type") == "PodScheduled"),
+                           "no PodScheduled condition")
+                msg = msg[:90]
+                out[msg] = out.get(msg, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
     def summary(self) -> dict[str, int]:
         with self.lock:
             kinds = [v.kind for v in self.violations]
             return {
                 "pods": len(self.pods),
                 "bound": sum(1 for r in self.pods.values() if r.binds),
+                "pending": sum(1 for r in self.pods.values() if not r.deleted and not r.binds),
                 "lost": kinds.count("lost"),
                 "overcommitted": len({v.subject for v in self.violations if v.kind == "overcommit"}),
                 "double_binds": kinds.count("double-bind"),
