@@ -37,6 +37,7 @@ share one ``Api``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import socket
 import ssl
 import threading
@@ -420,6 +421,15 @@ class Api:
         # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
         # a backoff must not send them once its lease may have passed to another replica.
         self.bind_fence: Callable[[], bool] | None = None
+
+    def with_own_rate_limiter(self) -> Api:
+        """This client (same connections, credentials and retries) with a rate limiter of its own, the
+        same QPS and burst: kube-scheduler gives leader election its own client for the same reason.
+        Lease renewals must not queue behind a burst of binds: a leader starved of renewals for
+        renewDeadline stops binding and loses its lease to its own load."""
+        view = copy.copy(self)
+        view.limiter = TokenBucket(self.limiter.qps, self.limiter.burst, sleep=self._sleep)
+        return view
 
     @property
     def http_worker_pid(self) -> int | None:
