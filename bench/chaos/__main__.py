@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ LEASE = "chaos-scheduler"
 LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 
 
-def config(ns: str) -> dict[str, Any]:
+def config(ns: str, qps: int = 200) -> dict[str, Any]:
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -44,7 +45,7 @@ def config(ns: str) -> dict[str, Any]:
             "leaderElect": True, "resourceLock": "leases", "resourceNamespace": ns, "resourceName": LEASE,
             "leaseDuration": f"{LEASE_S}s", "renewDeadline": f"{RENEW_S}s", "retryPeriod": f"{RETRY_S}s",
         },
-        "clientConnection": {"qps": 200, "burst": 400},
+        "clientConnection": {"qps": qps, "burst": 2 * qps},
         "profiles": [{"schedulerName": SCHEDULER_NAME}],
     }
 
@@ -212,7 +213,11 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "apiserver-restart": (f_apiserver_restart, 1),
     "etcd-compaction": (f_etcd_compaction, 1),
     "apiserver-resets-latency": (f_proxy_resets, 1),
+    # the same SIGSTOP, with the client throttled to 10 QPS so binds queue in the rate limiter when the
+    # process is frozen: without bind fencing they are sent on SIGCONT, after the standby took over
+    "leader-sigstop-throttled": (f_leader_stop, 2),
 }
+THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
 
 
@@ -244,12 +249,13 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
                  soak: bool = False) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
-    wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=hash(name) & 0xFFFF)
+    wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.setup()
     proxy = ProxyProcess(cluster) if name in VIA_PROXY else None
     scheds = [
-        SchedulerProcess(proxy.kubeconfig if proxy else cluster.kubeconfig, config(ns), leader_elect=replicas > 1,
+        SchedulerProcess(proxy.kubeconfig if proxy else cluster.kubeconfig, config(ns, THROTTLED.get(name, 200)),
+                         leader_elect=replicas > 1,
                          env={"POD_NAME": f"{name}-{i}"}, name=f"chaos-{i}")
         for i in range(replicas)
     ]
