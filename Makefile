@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential dev-cluster-up dev-cluster-down clean
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean
 
 install: $(VENV)/.installed
 
@@ -58,6 +58,12 @@ e2e-kind: install
 
 differential: install controlplane
 	$(BIN)/python -m bench.differential $(ARGS)
+
+# Fault injection judged by an independent invariant checker (bench/chaos): ARGS="--scenario NAME",
+# "--minutes M", "--nodes N", "--soak". Ends with one "chaos: ..." line; non-zero if anything was lost,
+# overcommitted or bound twice.
+chaos: install controlplane
+	$(BIN)/python -m bench.chaos $(ARGS)
 
 bench: install controlplane
 	$(BIN)/python -m bench.run $(ARGS)

@@ -473,6 +473,8 @@ def build_app(
     ``preemption_runner``) let the in-process engine (pyscheduler.engine) run deterministically."""
     clock = clock or RealClock()
     metrics = SchedulerMetrics()
+    if hasattr(api, "bind_fence"):  # the real Api: re-check leadership before every Binding attempt
+        api.bind_fence = can_bind
     if recorder is None:
         from pyscheduler.client.events import EventRecorder
 

@@ -37,6 +37,7 @@ share one ``Api``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import socket
 import ssl
 import threading
@@ -164,6 +165,14 @@ class GoneError(ApiError):
 
 class ApiConnectionError(ApiError):
     """No HTTP response: connection refused or reset, TLS failure, timeout."""
+
+
+class FencedError(ApiError):
+    """A Binding not sent because ``Api.bind_fence`` said no (this replica no longer holds its lease).
+    Final: retrying cannot make us leader again."""
+
+    def is_retryable(self) -> bool:
+        return False
 
 
 def is_conflict(e: BaseException | None) -> bool:
@@ -413,6 +422,19 @@ class Api:
         # counters for metrics and tests
         self.requests_total = 0
         self.retries_total = 0
+        # Checked right before every attempt of a Binding POST, after the rate limiter's wait and before
+        # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
+        # a backoff must not send them once its lease may have passed to another replica.
+        self.bind_fence: Callable[[], bool] | None = None
+
+    def with_own_rate_limiter(self) -> Api:
+        """This client (same connections, credentials and retries) with a rate limiter of its own, the
+        same QPS and burst: kube-scheduler gives leader election its own client for the same reason.
+        Lease renewals must not queue behind a burst of binds: a leader starved of renewals for
+        renewDeadline stops binding and loses its lease to its own load."""
+        view = copy.copy(self)
+        view.limiter = TokenBucket(self.limiter.qps, self.limiter.burst, sleep=self._sleep)
+        return view
 
     @property
     def http_worker_pid(self) -> int | None:
@@ -477,6 +499,9 @@ class Api:
         self, method: str, path: str, url: str, data: bytes | None, content_type: str | None, timeout: float
     ) -> tuple[int, Any]:
         self.limiter.acquire()
+        fence = self.bind_fence
+        if fence is not None and method == "POST" and path.endswith("/binding") and not fence():
+            raise FencedError(0, "Fenced", "not the leader any more: binding stopped", method, path)
         self.requests_total += 1
         connect = min(timeout, 10.0)
         headers = self._headers(content_type if data is not None else None)

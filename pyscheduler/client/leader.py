@@ -60,7 +60,8 @@ class LeaderElector:
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("leader election needs leaseDuration > renewDeadline > retryPeriod > 0")
-        self.api = api
+        # Lease calls get their own rate limiter (see Api.with_own_rate_limiter).
+        self.api = api.with_own_rate_limiter() if hasattr(api, "with_own_rate_limiter") else api
         self.namespace = namespace
         self.name = name
         self.identity = identity or os.environ.get("POD_NAME") or default_identity()

@@ -15,6 +15,7 @@ from pyscheduler.client.api import (
     Api,
     ApiConnectionError,
     ApiError,
+    FencedError,
     GoneError,
     TokenBucket,
     error_from_response,
@@ -344,6 +345,63 @@ def test_bind_retries_transient_errors() -> None:
     api, pool, _ = make_api(FakeResponse(503), FakeResponse(201, {}))
     assert api.bind(POD, "node-1") is None
     assert len(pool.calls) == 2
+
+
+def test_bind_is_not_sent_once_the_fence_says_the_lease_is_gone() -> None:
+    api, pool, _ = make_api(FakeResponse(201, {}))
+    api.bind_fence = lambda: False
+    st = api.bind(POD, "node-1")
+    assert st is not None and st.code == Code.ERROR
+    assert isinstance(st.error, FencedError) and "not the leader any more" in str(st.error)
+    assert pool.calls == []
+
+
+def test_bind_retry_after_losing_the_lease_during_backoff_is_not_sent() -> None:
+    # A 503, then a backoff during which the process was stopped and its lease expired: the retry
+    # must not go out (another replica may be binding this pod's node by now).
+    leader = [True]
+    api, pool, _ = make_api(FakeResponse(503), FakeResponse(201, {}))
+    api.bind_fence = lambda: leader[0]
+    api._sleep = lambda s: leader.__setitem__(0, False)  # the backoff sleep
+    st = api.bind(POD, "node-1")
+    assert st is not None and isinstance(st.error, FencedError)
+    assert len(pool.calls) == 1
+
+
+def test_bind_fence_is_checked_after_the_rate_limiter_wait() -> None:
+    leader = [True]
+    api, pool, _ = make_api(FakeResponse(201, {}), qps=1, burst=1)
+    api.bind_fence = lambda: leader[0]
+    api.limiter.acquire()  # the bucket is empty: the bind waits for a token
+
+    def stopped_while_waiting(seconds: float) -> None:
+        leader[0] = False
+
+    api.limiter._sleep = stopped_while_waiting
+    st = api.bind(POD, "node-1")
+    assert st is not None and isinstance(st.error, FencedError) and pool.calls == []
+
+
+def test_lease_renewal_does_not_wait_behind_binds_in_the_rate_limiter() -> None:
+    from pyscheduler.client.leader import LeaderElector
+
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "1"},
+             "spec": {"holderIdentity": "me", "leaseDurationSeconds": 6}}
+    api, pool, sleeps = make_api(FakeResponse(200, lease), FakeResponse(200, lease), qps=1, burst=2)
+    api.limiter.acquire()
+    api.limiter.acquire()  # binds took both tokens: the next request on this bucket waits a second
+    elector = LeaderElector(api, namespace="ns", name="l", identity="me", lease_duration=6,
+                            renew_deadline=4, retry_period=1)
+    assert elector._try_acquire_or_renew()
+    assert [c["method"] for c in pool.calls] == ["GET", "PUT"] and sleeps == []
+
+
+def test_fence_applies_to_bindings_only() -> None:
+    api, pool, _ = make_api(FakeResponse(200, {"kind": "Pod"}))
+    api.bind_fence = lambda: False
+    api.patch_pod_status("ns", "p", nominated_node_name="")
+    assert len(pool.calls) == 1
 
 
 def test_patch_pod_status_sets_condition_and_clears_nomination() -> None:

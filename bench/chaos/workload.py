@@ -1,0 +1,180 @@
+"""The workload driver: a seeded random mix of what a busy cluster does to a scheduler.
+
+Every tick it creates bare pods of mixed sizes and priorities (the high ones preempt once the pool is
+full), pods with required pod anti-affinity or zone topology spread, scales Deployments up and down,
+deletes pending and bound pods, and adds, cordons and deletes nodes. All objects live in one namespace
+and use ``schedulerName: chaos-scheduler``; nodes carry the label ``chaos-pool=<pool>`` and are created
+by ``LocalCluster.create_nodes`` (KWOK keeps them Ready).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from bench.chaos.checker import SCHEDULER_NAME
+from pyscheduler.testing.cluster import LocalCluster
+
+SIZES = [("100m", "128Mi"), ("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi")]
+PRIORITIES = ["chaos-low", "chaos-mid", "chaos-high"]
+ZONES = ["zone-a", "zone-b", "zone-c"]
+
+
+def ensure_priority_classes(cluster: LocalCluster) -> None:
+    for i, name in enumerate(PRIORITIES):
+        cluster.api(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+             "value": 1000 * (i + 1)},
+            ok=(200, 201, 409),
+        )
+
+
+def pod_spec(rng: random.Random, pool: str) -> dict[str, Any]:
+    cpu, mem = rng.choice(SIZES)
+    return {
+        "schedulerName": SCHEDULER_NAME,
+        "priorityClassName": rng.choice(PRIORITIES),
+        "nodeSelector": {"chaos-pool": pool},
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+    }
+
+
+class Workload:
+    def __init__(self, cluster: LocalCluster, namespace: str, pool: str, nodes: int, seed: int = 1) -> None:
+        self.cluster = cluster
+        self.ns = namespace
+        self.pool = pool
+        self.rng = random.Random(seed)
+        self.node_names: list[str] = []
+        self.next_node = 0
+        self.n_pods = 0
+        self.errors: list[str] = []
+        self.initial_nodes = nodes
+        self.deployments = [f"web-{i}" for i in range(3)]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.actions: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        c = self.cluster
+        c.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": self.ns}}, ok=(200, 201, 409))
+        ensure_priority_classes(c)
+        self.add_nodes(self.initial_nodes)
+        for name in self.deployments:
+            spec = pod_spec(self.rng, self.pool)
+            spec["priorityClassName"] = "chaos-mid"
+            c.api("POST", f"/apis/apps/v1/namespaces/{self.ns}/deployments", {
+                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
+            })
+
+    def add_nodes(self, count: int) -> None:
+        names = self.cluster.create_nodes(
+            count, prefix=f"{self.pool}", start=self.next_node, labels={"chaos-pool": self.pool}, zones=ZONES,
+            cpu="4", memory="16Gi", pods=30,
+        )
+        self.next_node += count
+        self.node_names.extend(names)
+
+    # ------------------------------------------------------------------ actions
+    def _create_pod(self, extra: str = "") -> None:
+        spec = pod_spec(self.rng, self.pool)
+        labels = {"chaos": "bare"}
+        if extra == "anti":
+            group = f"g{self.rng.randrange(4)}"
+            labels = {"group": group}
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"group": group}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        elif extra == "spread":
+            labels = {"spread": "s"}
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"spread": "s"}}}]
+        self.n_pods += 1
+        self._api("POST", f"/api/v1/namespaces/{self.ns}/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p-{self.n_pods}", "labels": labels}, "spec": spec})
+
+    def _api(self, method: str, path: str, body: Any = None) -> Any:
+        if method == "PATCH_MERGE":
+            status, out = self.cluster.request("PATCH", path, body, content_type="application/merge-patch+json")
+        else:
+            status, out = self.cluster.request(method, path, body)
+        if status not in (200, 201, 202, 404, 409):
+            self.errors.append(f"{method} {path}: {status}")
+        return out
+
+    def _pods(self, pending: bool) -> list[str]:
+        sel = "spec.nodeName%3D" if pending else "spec.nodeName%21%3D"
+        out = self._api("GET", f"/api/v1/namespaces/{self.ns}/pods?fieldSelector={sel}&labelSelector=chaos%3Dbare")
+        return [p["metadata"]["name"] for p in (out or {}).get("items") or []] if isinstance(out, dict) else []
+
+    def tick(self) -> None:
+        r = self.rng.random()
+        if r < 0.55:
+            self._create_pod(self.rng.choice(["", "", "", "anti", "spread"]))
+            act = "create-pod"
+        elif r < 0.65:
+            name = self.rng.choice(self.deployments)
+            self._api("PATCH_MERGE", f"/apis/apps/v1/namespaces/{self.ns}/deployments/{name}/scale",
+                      {"spec": {"replicas": self.rng.randrange(0, 12)}})
+            act = "scale-deployment"
+        elif r < 0.75:
+            pending = self._pods(pending=True)
+            if pending:
+                self._api("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(pending)}"
+                          "?gracePeriodSeconds=0")
+            act = "delete-pending-pod"
+        elif r < 0.88:
+            bound = self._pods(pending=False)
+            if bound:
+                self._api("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(bound)}"
+                          "?gracePeriodSeconds=0")
+            act = "delete-bound-pod"
+        elif r < 0.93:
+            self.add_nodes(1)
+            act = "add-node"
+        elif r < 0.97 and len(self.node_names) > 2:
+            name = self.rng.choice(self.node_names)
+            self._api("PATCH_MERGE", f"/api/v1/nodes/{name}", {"spec": {"unschedulable": self.rng.random() < 0.7}})
+            act = "cordon-node"
+        elif len(self.node_names) > 2:
+            name = self.node_names.pop(self.rng.randrange(len(self.node_names)))
+            self._api("DELETE", f"/api/v1/nodes/{name}")
+            act = "delete-node"
+        else:
+            act = "idle"
+        self.actions[act] = self.actions.get(act, 0) + 1
+
+    def run(self, seconds: float, rate: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.tick()
+            except Exception as e:  # an API server that is down for a fault: keep driving
+                self.errors.append(repr(e)[:200])
+            self._stop.wait(max(0.0, 1.0 / rate - (time.monotonic() - t0)))
+
+    def start(self, seconds: float, rate: float) -> None:
+        self._thread = threading.Thread(target=self.run, args=(seconds, rate), name="workload", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def teardown(self) -> None:
+        self._stop.set()
+        self.join()
+        self.cluster.request("DELETE", f"/api/v1/namespaces/{self.ns}")
+        for n in self.node_names:
+            self.cluster.request("DELETE", f"/api/v1/nodes/{n}")
