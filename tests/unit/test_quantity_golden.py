@@ -87,3 +87,29 @@ def test_adversarial_values_parse_in_bounded_time() -> None:
     elapsed = time.perf_counter() - start
     # 200 parses; each is microseconds (huge exponents) to a few ms (10,000 digits). Generous bound.
     assert elapsed < 10, elapsed
+
+
+def _fit(pod_cpu: str, node_cpu: str, node_memory: str = "8Gi") -> str | None:
+    from pyscheduler.plugins.node_resources_fit import Fit
+    from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
+
+    plugin = Fit()
+    pod = make_pod("p").req(cpu=pod_cpu).obj()
+    info = make_node_info(make_node("n1").capacity(cpu=node_cpu, memory=node_memory, pods=110).obj())
+    state = make_cycle_state()
+    result, status = plugin.pre_filter(state, pod, [info])
+    assert result is None and status is None
+    status = plugin.filter(state, pod, info)
+    return None if status is None else "; ".join(status.reasons)
+
+
+def test_scheduler_decides_on_go_numbers_for_absurd_quantities() -> None:
+    # kube-scheduler adds MilliValue(): "1e100000" cpu is 0 millicores there (low 64 bits of 10**100003),
+    # so the pod fits; we must decide the same, and quickly.
+    assert _fit("1e100000", "4") is None
+    assert _fit("1e10000000", "4") is None
+    # 20 nines wrap to 200376420520688664 millicores: more than any node has.
+    assert _fit("99999999999999999999", "4") == "Insufficient cpu"
+    # A node whose cpu reads as 0 millicores has room for nothing; 8Ei of memory saturates, which is fine.
+    assert _fit("1", "1e100000") == "Insufficient cpu"
+    assert _fit("1", "4", node_memory="8Ei") is None
