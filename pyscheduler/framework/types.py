@@ -79,6 +79,16 @@ def _check_meta(meta: Any, kind: str) -> None:
                 raise MalformedObject(f"{kind} metadata.{key}[{k!r}]: expected string keys and values")
 
 
+def _check_strings(obj: Any, where: str, keys: tuple[str, ...]) -> None:
+    """Raise MalformedObject for the first of these fields of ``obj`` that is set and not a string."""
+    if not isinstance(obj, dict):
+        raise MalformedObject(f"{where}: expected a map, got {type(obj).__name__}")
+    for key in keys:
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise MalformedObject(f"{where}.{key}: expected a string, got {type(value).__name__}")
+
+
 def _check_priority(value: Any) -> None:
     if value is None:
         return
@@ -420,6 +430,8 @@ class Pod:
             _check_meta(meta, "pod")
             spec = obj.get("spec") or {}
             status = obj.get("status") or {}
+            _check_strings(spec, "pod spec", ("schedulerName", "nodeName", "preemptionPolicy"))
+            _check_strings(status, "pod status", ("phase", "nominatedNodeName"))
             _check_priority(spec.get("priority"))
             cond = None
             for c in status.get("conditions") or ():
