@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean quantity-golden
 
 install: $(VENV)/.installed
 
@@ -75,3 +75,8 @@ upstream-bench: install controlplane
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info .dev-cluster
+
+# Regenerates tests/unit/quantity_golden.jsonl from apimachinery's own resource.ParseQuantity.
+quantity-golden:
+	cd e2e/controlplane && go build -o $(CURDIR)/.venv/quantity-golden ./cmd/quantity-golden
+	$(PYTHON) e2e/controlplane/cmd/quantity-golden/gen.py | $(VENV)/quantity-golden > tests/unit/quantity_golden.jsonl

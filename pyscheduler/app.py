@@ -241,8 +241,9 @@ class App:
     def _on_malformed_pod(self, obj: JSON, err: Exception) -> None:
         raw_spec = obj.get("spec")
         spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
-        if spec.get("nodeName") or (spec.get("schedulerName") or "default-scheduler") not in self.profiles:
-            return
+        scheduler_name = spec.get("schedulerName") or "default-scheduler"
+        if spec.get("nodeName") or not isinstance(scheduler_name, str) or scheduler_name not in self.profiles:
+            return  # a schedulerName that is not even a string names none of our profiles
         ns, name, uid = identify(obj)
         msg = f"pod spec cannot be interpreted: {err}"
         if self.malformed.get(uid) == msg:

@@ -323,7 +323,12 @@ class Reflector(Generic[T]):
     # ------------------------------------------------------------------------------ store + handlers
     def _parse(self, obj: JSON, *, report: bool = True) -> T | None:
         try:
-            return self.parse(obj)
+            rec = self.parse(obj)
+            # The store key is computed from the record later, outside this guard: a key that cannot be
+            # computed or hashed (a uid that is a map, say) would raise there, abort the list and re-list
+            # forever. Check it here, where the object is reported as malformed instead.
+            hash(self.key(rec))
+            return rec
         except Exception as e:
             if not report:
                 return None

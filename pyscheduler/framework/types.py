@@ -51,6 +51,54 @@ class MalformedObject(ValueError):
     """An API object the scheduler cannot interpret (bad quantity, wrong type). The pod stays pending."""
 
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _negative(qty: Any) -> bool:
+    """A quantity written with a minus sign and not zero (int64 wrap-around alone does not count)."""
+    if isinstance(qty, str):
+        return qty.startswith("-") and qty.strip("-+0.") != ""
+    return isinstance(qty, (int, float)) and qty < 0
+
+
+def _check_meta(meta: Any, kind: str) -> None:
+    """Raise MalformedObject naming the first metadata field that is not what the API defines."""
+    if not isinstance(meta, dict):
+        raise MalformedObject(f"{kind} metadata: expected a map, got {type(meta).__name__}")
+    for key in ("uid", "name", "namespace", "resourceVersion"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise MalformedObject(f"{kind} metadata.{key}: expected a string, got {type(value).__name__}")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise MalformedObject(f"{kind} metadata.{key}: expected a map, got {type(value).__name__}")
+        for k, v in value.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise MalformedObject(f"{kind} metadata.{key}[{k!r}]: expected string keys and values")
+
+
+def _check_strings(obj: Any, where: str, keys: tuple[str, ...]) -> None:
+    """Raise MalformedObject for the first of these fields of ``obj`` that is set and not a string."""
+    if not isinstance(obj, dict):
+        raise MalformedObject(f"{where}: expected a map, got {type(obj).__name__}")
+    for key in keys:
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            raise MalformedObject(f"{where}.{key}: expected a string, got {type(value).__name__}")
+
+
+def _check_priority(value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MalformedObject(f"pod spec.priority: expected an integer, got {type(value).__name__}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise MalformedObject(f"pod spec.priority: {value} is outside int32")
+
+
 # --------------------------------------------------------------------------------------------- Resource
 
 _RESOURCE_LISTS: dict[tuple[tuple[str, Any], ...], Resource] = {}
@@ -112,6 +160,10 @@ class Resource:
                     r.scalar[name] = int_value(qty)
             except (QuantityError, TypeError) as e:
                 raise MalformedObject(f"resource {name!r}: {e}") from e
+            if _negative(qty):
+                # The API server refuses these (must be greater than or equal to 0); one that got past
+                # it anyway would make a node look roomier than it is.
+                raise MalformedObject(f"resource {name!r}: must be greater than or equal to 0: {qty!r}")
         return r
 
     def get(self, name: str) -> int:
@@ -400,8 +452,12 @@ class Pod:
         result still identifies the pod (see ``identify``) so the caller can report it."""
         try:
             meta = obj.get("metadata") or {}
+            _check_meta(meta, "pod")
             spec = obj.get("spec") or {}
             status = obj.get("status") or {}
+            _check_strings(spec, "pod spec", ("schedulerName", "nodeName", "preemptionPolicy"))
+            _check_strings(status, "pod status", ("phase", "nominatedNodeName"))
+            _check_priority(spec.get("priority"))
             cond = None
             for c in status.get("conditions") or ():
                 if c.get("type") == "PodScheduled":
@@ -673,6 +729,7 @@ class Node:
     def from_dict(cls, obj: JSON) -> Node:
         try:
             meta = obj.get("metadata") or {}
+            _check_meta(meta, "node")
             spec = obj.get("spec") or {}
             status = obj.get("status") or {}
             return cls(

@@ -308,3 +308,71 @@ def test_a_list_answering_410_backs_off(src: FakeSource) -> None:
         assert src.list_calls == 4 and r.errors == 3 and time.monotonic() - t >= 0.1
     finally:
         r.stop()
+
+
+def test_an_object_whose_key_cannot_be_made_is_reported_once_and_never_re_lists(src: FakeSource) -> None:
+    # A parse that lets a map through as the uid (the slim parser for other kinds does no checks): the
+    # store key is then unhashable. It must be reported as malformed, not abort the list again and again.
+    class Rec:
+        def __init__(self, obj: dict[str, Any]) -> None:
+            self.name = obj["metadata"]["name"]
+            self.resource_version = obj["metadata"]["resourceVersion"]
+            self.uid = obj["metadata"]["uid"]
+
+    bad = pod("bad", "2")
+    bad["metadata"]["uid"] = {"not": "a string"}
+    src.lists = [([pod("a", "1"), bad], "10")]
+    rec = Recorder()
+    seen: list[str] = []
+    r: Reflector[Any] = Reflector(
+        src, "/p", Rec, lambda p: p.uid, rec, backoff_initial=0.01,
+        on_malformed=lambda obj, e: seen.append(obj["metadata"]["name"]),
+    )
+    r.start()
+    try:
+        assert r.wait_synced(5)
+        eventually(lambda: len(src.watch_queues) == 1)
+        time.sleep(0.1)
+        assert src.list_calls == 1
+        assert seen == ["bad"]
+        assert [c[1] for c in rec.calls] == ["a"]
+    finally:
+        r.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("metadata", "uid"), {"a": 1}, "metadata.uid"),
+        (("metadata", "name"), 7, "metadata.name"),
+        (("metadata", "labels"), ["a"], "metadata.labels"),
+        (("metadata", "labels"), {"a": 1}, "metadata.labels"),
+        (("metadata", "annotations"), "x", "metadata.annotations"),
+        (("spec", "priority"), 2**31, "spec.priority"),
+        (("spec", "priority"), "high", "spec.priority"),
+    ],
+)
+def test_pod_from_dict_names_the_bad_field(path: tuple[str, str], value: Any, field: str) -> None:
+    obj = pod("p", "1", uid="u1")
+    obj.setdefault(path[0], {})[path[1]] = value
+    with pytest.raises(MalformedObject, match=field.replace(".", r"\.")):
+        Pod.from_dict(obj)
+
+
+def test_negative_requests_are_malformed_but_wrapped_ones_are_go_numbers() -> None:
+    with pytest.raises(MalformedObject, match="greater than or equal to 0"):
+        Pod.from_dict(pod("p", "1", cpu="-1"))
+    assert Pod.from_dict(pod("p", "1", cpu="-0")).name == "p"
+
+
+def test_node_from_dict_rejects_bad_metadata_and_negative_allocatable() -> None:
+    from pyscheduler.framework.types import Node
+
+    good = {"metadata": {"name": "n1", "uid": "u"}, "status": {"allocatable": {"cpu": "4"}}}
+    assert Node.from_dict(good).name == "n1"
+    with pytest.raises(MalformedObject, match=r"metadata\.uid"):
+        Node.from_dict({"metadata": {"name": "n1", "uid": 5}})
+    with pytest.raises(MalformedObject, match=r"metadata\.labels"):
+        Node.from_dict({"metadata": {"name": "n1", "labels": "zone=a"}})
+    with pytest.raises(MalformedObject, match="greater than or equal to 0"):
+        Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"memory": "-1Gi"}}})
