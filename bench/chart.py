@@ -21,17 +21,50 @@ FALLBACK: Sequence[Color] = ((44, 160, 44), (214, 39, 40), (148, 103, 189))
 
 # 3x5 glyphs, rows top to bottom, "1" = ink.
 _FONT = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001001001001",
-    "8": "111101111101111", "9": "111101111001111", "A": "010101111101101", "B": "110101110101110",
-    "C": "011100100100011", "D": "110101101101110", "E": "111100110100111", "F": "111100110100100",
-    "G": "011100101101011", "H": "101101111101101", "I": "111010010010111", "J": "001001001101010",
-    "K": "101101110101101", "L": "100100100100111", "M": "101111111101101", "N": "110101101101101",
-    "O": "010101101101010", "P": "110101110100100", "Q": "010101101110011", "R": "110101110101101",
-    "S": "011100010001110", "T": "111010010010010", "U": "101101101101111", "V": "101101101101010",
-    "W": "101101111111101", "X": "101101010101101", "Y": "101101010010010", "Z": "111001010100111",
-    "-": "000000111000000", ".": "000000000000010", "/": "001001010100100", ":": "000010000010000",
-    "(": "010100100100010", ")": "010001001001010", "=": "000111000111000", " ": "000000000000000",
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001001001001",
+    "8": "111101111101111",
+    "9": "111101111001111",
+    "A": "010101111101101",
+    "B": "110101110101110",
+    "C": "011100100100011",
+    "D": "110101101101110",
+    "E": "111100110100111",
+    "F": "111100110100100",
+    "G": "011100101101011",
+    "H": "101101111101101",
+    "I": "111010010010111",
+    "J": "001001001101010",
+    "K": "101101110101101",
+    "L": "100100100100111",
+    "M": "101111111101101",
+    "N": "110101101101101",
+    "O": "010101101101010",
+    "P": "110101110100100",
+    "Q": "010101101110011",
+    "R": "110101110101101",
+    "S": "011100010001110",
+    "T": "111010010010010",
+    "U": "101101101101111",
+    "V": "101101101101010",
+    "W": "101101111111101",
+    "X": "101101010101101",
+    "Y": "101101010010010",
+    "Z": "111001010100111",
+    "-": "000000111000000",
+    ".": "000000000000010",
+    "/": "001001010100100",
+    ":": "000010000010000",
+    "(": "010100100100010",
+    ")": "010001001001010",
+    "=": "000111000111000",
+    " ": "000000000000000",
 }
 
 
@@ -43,7 +76,7 @@ class Canvas:
     def set(self, x: int, y: int, c: Color) -> None:
         if 0 <= x < self.w and 0 <= y < self.h:
             i = (y * self.w + x) * 3
-            self.px[i:i + 3] = bytes(c)
+            self.px[i : i + 3] = bytes(c)
 
     def rect(self, x0: int, y0: int, x1: int, y1: int, c: Color) -> None:
         for y in range(max(0, y0), min(self.h, y1)):
@@ -80,13 +113,23 @@ class Canvas:
         return x
 
     def png(self) -> bytes:
-        raw = b"".join(b"\x00" + bytes(self.px[y * self.w * 3:(y + 1) * self.w * 3]) for y in range(self.h))
+        raw = b"".join(b"\x00" + bytes(self.px[y * self.w * 3 : (y + 1) * self.w * 3]) for y in range(self.h))
 
         def chunk(kind: bytes, data: bytes) -> bytes:
-            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+            return (
+                struct.pack(">I", len(data))
+                + kind
+                + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+            )
 
         ihdr = struct.pack(">IIBBBBB", self.w, self.h, 8, 2, 0, 0, 0)
-        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+        return (
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", ihdr)
+            + chunk(b"IDAT", zlib.compress(raw, 9))
+            + chunk(b"IEND", b"")
+        )
 
 
 def _nice_max(v: float) -> float:
@@ -103,8 +146,9 @@ def _fmt(v: float) -> str:
     return str(int(v)) if v == int(v) else f"{v:.1f}"
 
 
-def draw_png(path: Path, title: str, series: Mapping[str, Sequence[float]], width: int = 800,
-             height: int = 400) -> Path:
+def draw_png(
+    path: Path, title: str, series: Mapping[str, Sequence[float]], width: int = 800, height: int = 400
+) -> Path:
     """Write the chart with the pure-Python writer (used when matplotlib is absent)."""
     cv = Canvas(width, height)
     left, right, top, bottom = 70, 20, 50, 50
@@ -131,7 +175,9 @@ def draw_png(path: Path, title: str, series: Mapping[str, Sequence[float]], widt
         c = COLORS.get(name, FALLBACK[i % len(FALLBACK)])
         cv.rect(lx, top + 8 + 16 * i, lx + 14, top + 18 + 16 * i, c)
         cv.text(lx + 20, top + 9 + 16 * i, name)
-        pts = [(left + pw * (t + 0.5) / xmax, top + ph - ph * min(v, ymax) / ymax) for t, v in enumerate(values)]
+        pts = [
+            (left + pw * (t + 0.5) / xmax, top + ph - ph * min(v, ymax) / ymax) for t, v in enumerate(values)
+        ]
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             cv.line(round(x0), round(y0), round(x1), round(y1), c, width=2)
     path.write_bytes(cv.png())

@@ -172,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median(runs)
         print(
             f"{name:<22}{med:>9.3f}{statistics.median(cpus):>11.3f}{1000 / med:>9.0f}"
-            f"{statistics.median(parse):>14.1f}   "
-            + " ".join(f"{x:.3f}" for x in runs),
+            f"{statistics.median(parse):>14.1f}   " + " ".join(f"{x:.3f}" for x in runs),
             flush=True,
         )
         if prof is not None:

@@ -188,7 +188,9 @@ class PodResult:
         for node, plugins in sorted(self.kube_scores.items()):
             ours = self.evaluation.detail.get(node)
             for plugin in sorted(set(plugins) | set(ours or {})):
-                out.append((node, plugin, plugins.get(plugin, 0), None if ours is None else ours.get(plugin, 0)))
+                out.append(
+                    (node, plugin, plugins.get(plugin, 0), None if ours is None else ours.get(plugin, 0))
+                )
         return out
 
     def score_mismatches(self) -> list[tuple[str, str, int, int | None]]:
@@ -247,9 +249,11 @@ class Report:
     def summary_lines(self) -> list[str]:
         c, m = self.messages
         e, t = self.scores
-        return [f"agreement: feasibility {self.feasibility}/{self.n}, placement {self.placement}/{self.n}",
-                f"messages: {c}/{m}",
-                f"plugin scores (kube-scheduler's log vs pyscheduler in memory): {e}/{t} node-plugin scores equal"]
+        return [
+            f"agreement: feasibility {self.feasibility}/{self.n}, placement {self.placement}/{self.n}",
+            f"messages: {c}/{m}",
+            f"plugin scores (kube-scheduler's log vs pyscheduler in memory): {e}/{t} node-plugin scores equal",
+        ]
 
     def exit_code(self) -> int:
         if self.feasibility != self.n:
@@ -263,18 +267,42 @@ class Report:
             "seconds": round(self.seconds, 1),
             "kube_scheduler": "v1.36 (LocalCluster binary)",
             "profile": PROFILE,
-            "summary": {"pods": self.n, "feasibility": self.feasibility, "placement": self.placement,
-                        "messages": c, "messages_compared": m, "plugin_scores_equal": self.scores[0],
-                        "plugin_scores_compared": self.scores[1]},
-            "scenarios": [{"name": s.name, "pods": len(s.pods), "seconds": round(s.seconds, 1),
-                           **({"error": s.error} if s.error else {})} for s in self.scenarios],
+            "summary": {
+                "pods": self.n,
+                "feasibility": self.feasibility,
+                "placement": self.placement,
+                "messages": c,
+                "messages_compared": m,
+                "plugin_scores_equal": self.scores[0],
+                "plugin_scores_compared": self.scores[1],
+            },
+            "scenarios": [
+                {
+                    "name": s.name,
+                    "pods": len(s.pods),
+                    "seconds": round(s.seconds, 1),
+                    **({"error": s.error} if s.error else {}),
+                }
+                for s in self.scenarios
+            ],
             "disagreements": [_pod_json(p) for p in self.all_pods() if p.disagrees()],
             "score_mismatches": [
                 {"scenario": p.scenario, "pod": p.pod, "node": n, "plugin": pl, "kube": ks, "py": ps}
-                for p in self.all_pods() for n, pl, ks, ps in p.score_mismatches()],
-            "pods": [{"scenario": p.scenario, "pod": p.pod, "kube": p.kube.describe(), "py": p.py.describe(),
-                      "feasibility": p.feasibility, "placement": p.placement, "message": p.message}
-                     for p in self.all_pods()],
+                for p in self.all_pods()
+                for n, pl, ks, ps in p.score_mismatches()
+            ],
+            "pods": [
+                {
+                    "scenario": p.scenario,
+                    "pod": p.pod,
+                    "kube": p.kube.describe(),
+                    "py": p.py.describe(),
+                    "feasibility": p.feasibility,
+                    "placement": p.placement,
+                    "message": p.message,
+                }
+                for p in self.all_pods()
+            ],
         }
 
 
@@ -282,8 +310,15 @@ def _pod_json(p: PodResult) -> JSON:
     out: JSON = {
         "scenario": p.scenario,
         "pod": p.pod,
-        "kind": [k for k, bad in (("feasibility", not p.feasibility), ("placement", not p.placement),
-                                  ("message", p.message is False)) if bad],
+        "kind": [
+            k
+            for k, bad in (
+                ("feasibility", not p.feasibility),
+                ("placement", not p.placement),
+                ("message", p.message is False),
+            )
+            if bad
+        ],
         "kube": _outcome_json(p.kube),
         "py": _outcome_json(p.py),
     }
@@ -324,8 +359,14 @@ class Api:
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
 
-    def call(self, method: str, path: str, body: Any = None, ok: Iterable[int] = (200, 201, 202),
-             content_type: str = "application/json") -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        ok: Iterable[int] = (200, 201, 202),
+        content_type: str = "application/json",
+    ) -> Any:
         status, out = self.cluster.request(method, path, body, content_type=content_type)
         if status not in tuple(ok):
             raise RunError(f"{method} {path}: HTTP {status}: {str(out)[:400]}")
@@ -373,8 +414,13 @@ class Api:
         return out
 
     def drop_finalizers(self, obj: Mapping[str, Any]) -> None:
-        self.call("PATCH", self.path_of(obj), {"metadata": {"finalizers": None}}, ok=(200, 404),
-                  content_type="application/merge-patch+json")
+        self.call(
+            "PATCH",
+            self.path_of(obj),
+            {"metadata": {"finalizers": None}},
+            ok=(200, 404),
+            content_type="application/merge-patch+json",
+        )
 
     def delete(self, obj: Mapping[str, Any], grace0: bool = False) -> None:
         if obj["kind"] in FINALIZED_KINDS:
@@ -397,8 +443,11 @@ class Api:
         """ns/name -> node of every bound, not terminating pod in the cluster."""
         out: dict[str, str] = {}
         for p in self.items("/api/v1/pods"):
-            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") and \
-                    (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            if (
+                p["spec"].get("nodeName")
+                and not p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ):
                 out[_key(p)] = p["spec"]["nodeName"]
         return out
 
@@ -416,12 +465,22 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     """A child in its own session that is killed if this process dies (even by SIGKILL)."""
     with open(log_path, "ab") as log:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def _configuration(kubeconfig: Path | None) -> JSON:
-    cfg: JSON = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", "profiles": [copy.deepcopy(PROFILE)]}
+    cfg: JSON = {
+        "apiVersion": API_VERSION,
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [copy.deepcopy(PROFILE)],
+    }
     if kubeconfig is not None:
         cfg["clientConnection"] = {"kubeconfig": str(kubeconfig)}
         cfg["leaderElection"] = {"leaderElect": False}
@@ -445,9 +504,13 @@ class KubeScheduler:
 
     def start(self, timeout: float = 60.0) -> None:
         self.port = free_port()
-        argv = [self.cluster.binary("kube-scheduler"), f"--config={self.config_path}",
-                f"--secure-port={self.port}", "--bind-address=127.0.0.1",
-                f"--v={os.environ.get('DIFF_KUBE_V', '10')}"]
+        argv = [
+            self.cluster.binary("kube-scheduler"),
+            f"--config={self.config_path}",
+            f"--secure-port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--v={os.environ.get('DIFF_KUBE_V', '10')}",
+        ]
         self.proc = _spawn(argv, self.log_path)
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
@@ -457,8 +520,10 @@ class KubeScheduler:
             if self.proc.poll() is not None:
                 raise RunError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
             url = f"https://127.0.0.1:{self.port}/readyz"
-            with contextlib.suppress(OSError, urllib.error.URLError), \
-                    urllib.request.urlopen(url, timeout=1, context=ctx) as r:
+            with (
+                contextlib.suppress(OSError, urllib.error.URLError),
+                urllib.request.urlopen(url, timeout=1, context=ctx) as r,
+            ):
                 if r.status == 200:
                     return
             time.sleep(POLL)
@@ -490,8 +555,11 @@ class KubeScheduler:
 
 
 _PLUGIN_SCORE = re.compile(
-    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
-_FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
+    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+_FINAL_SCORE = re.compile(
+    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
 
 
 def parse_kube_scores(log: str) -> dict[str, dict[str, dict[str, int]]]:
@@ -542,13 +610,21 @@ class PvController:
     def start(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             return
-        argv = [self.cluster.binary("kube-controller-manager"), f"--kubeconfig={self.cluster.kubeconfig}",
-                "--leader-elect=false", "--controllers=persistentvolume-binder-controller", "--secure-port=0",
-                "--use-service-account-credentials=false", "--v=1"]
+        argv = [
+            self.cluster.binary("kube-controller-manager"),
+            f"--kubeconfig={self.cluster.kubeconfig}",
+            "--leader-elect=false",
+            "--controllers=persistentvolume-binder-controller",
+            "--secure-port=0",
+            "--use-service-account-credentials=false",
+            "--v=1",
+        ]
         self.proc = _spawn(argv, self.log_path)
         time.sleep(1.0)
         if self.proc.poll() is not None:
-            raise RunError(f"kube-controller-manager exited: {self.log_path.read_text(errors='replace')[-2000:]}")
+            raise RunError(
+                f"kube-controller-manager exited: {self.log_path.read_text(errors='replace')[-2000:]}"
+            )
 
     def stop(self) -> None:
         p = self.proc
@@ -581,8 +657,13 @@ class _Evaluator:
 
         self.config = parse_config(_configuration(None), self.registry, points)
 
-    def evaluate(self, nodes: Sequence[JSON], pods: Sequence[JSON], objects: Mapping[str, Sequence[JSON]],
-                 pod_json: JSON) -> Evaluation:
+    def evaluate(
+        self,
+        nodes: Sequence[JSON],
+        pods: Sequence[JSON],
+        objects: Mapping[str, Sequence[JSON]],
+        pod_json: JSON,
+    ) -> Evaluation:
         from pyscheduler.app import build_frameworks
         from pyscheduler.backend.objects import ObjectStore, slim
         from pyscheduler.backend.snapshot import Snapshot
@@ -596,15 +677,26 @@ class _Evaluator:
         try:
             snap = Snapshot.from_nodes(
                 [Node.from_dict(copy.deepcopy(n)) for n in nodes],
-                [Pod.from_dict(copy.deepcopy(p)) for p in pods
-                 if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")],
+                [
+                    Pod.from_dict(copy.deepcopy(p))
+                    for p in pods
+                    if p["spec"].get("nodeName")
+                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                ],
             )
             store = ObjectStore()
             for kind, items in objects.items():
                 for o in items:
                     store.put(kind, slim(copy.deepcopy(o)))
-            handle = FrameworkHandle(snapshot=snap, objects=store, client=None, waiting_pods=WaitingPods(),
-                                     nominator=None, clock=RealClock(), extra={})
+            handle = FrameworkHandle(
+                snapshot=snap,
+                objects=store,
+                client=None,
+                waiting_pods=WaitingPods(),
+                nominator=None,
+                clock=RealClock(),
+                extra={},
+            )
             fwk = build_frameworks(self.config, self.registry, handle, None)[SCHEDULER_NAME]
             pod = Pod.from_dict(copy.deepcopy(pod_json))
             state = CycleState()
@@ -678,7 +770,9 @@ class ScenarioRunner:
         md = o.setdefault("metadata", {})
         md.pop("uid", None)
         kind = o.get("kind")
-        if kind in ("Pod", "PersistentVolumeClaim", "PodDisruptionBudget", "Service") and not md.get("namespace"):
+        if kind in ("Pod", "PersistentVolumeClaim", "PodDisruptionBudget", "Service") and not md.get(
+            "namespace"
+        ):
             md["namespace"] = self.sc.namespace
         if kind == "PersistentVolume":
             ref = o.get("spec", {}).get("claimRef")
@@ -688,8 +782,10 @@ class ScenarioRunner:
             o.pop("status", None)
             o["spec"]["schedulerName"] = SCHEDULER_NAME
         if kind == "Node":
-            o["status"].setdefault("conditions", [
-                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kwok"}])
+            o["status"].setdefault(
+                "conditions",
+                [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kwok"}],
+            )
         return o
 
     def namespaces(self) -> list[str]:
@@ -704,8 +800,11 @@ class ScenarioRunner:
         return sorted(objs, key=lambda o: order.index(o["kind"]))
 
     def setup(self) -> None:
-        ns_obj = {"apiVersion": "v1", "kind": "Namespace",
-                  "metadata": {"name": self.sc.namespace, "labels": dict(self.sc.namespace_labels)}}
+        ns_obj = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": self.sc.namespace, "labels": dict(self.sc.namespace_labels)},
+        }
         self.api.create(ns_obj)
         for o in self.objects():
             self.api.create(o)
@@ -756,7 +855,8 @@ class ScenarioRunner:
                     st[key] = copy.deepcopy(want[key])
             types = {c.get("type") for c in want.get("conditions") or ()}
             st["conditions"] = [c for c in st.get("conditions") or () if c.get("type") not in types] + [
-                copy.deepcopy(c) for c in want.get("conditions") or ()]
+                copy.deepcopy(c) for c in want.get("conditions") or ()
+            ]
             code, out = self.api.cluster.request("PUT", path + "/status", cur)
             if code == 200:
                 return
@@ -796,8 +896,14 @@ class ScenarioRunner:
             api.wait_gone(paths)
 
     # ---------------------------------------------------------------------------- decisions
-    def await_decision(self, ns: str, name: str, may_preempt: bool, timeout: float = DECISION_TIMEOUT,
-                       start: float | None = None) -> Outcome:
+    def await_decision(
+        self,
+        ns: str,
+        name: str,
+        may_preempt: bool,
+        timeout: float = DECISION_TIMEOUT,
+        start: float | None = None,
+    ) -> Outcome:
         """Poll the pod until it is bound or reported unschedulable; ``start`` is when it was created."""
         start = time.monotonic() if start is None else start
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
@@ -825,8 +931,12 @@ class ScenarioRunner:
                 else:
                     settle = 0.0
                 if now - first_pending >= settle:
-                    out = Outcome(reason=reason, condition_message=str(cond.get("message") or ""),
-                                  nominated=nominated, seconds=now - start)
+                    out = Outcome(
+                        reason=reason,
+                        condition_message=str(cond.get("message") or ""),
+                        nominated=nominated,
+                        seconds=now - start,
+                    )
                     out.message = out.condition_message
                     if reason != "SchedulingGated":
                         note = self.failed_scheduling_note(ns, p["metadata"]["uid"])
@@ -834,8 +944,12 @@ class ScenarioRunner:
                             out.message = note
                     return out
             elif now - start > timeout:
-                return Outcome(reason="Timeout", nominated=nominated, seconds=now - start,
-                               message="no decision within the timeout")
+                return Outcome(
+                    reason="Timeout",
+                    nominated=nominated,
+                    seconds=now - start,
+                    message="no decision within the timeout",
+                )
             time.sleep(POLL)
 
     def failed_scheduling_note(self, ns: str, uid: str) -> str:
@@ -898,8 +1012,12 @@ class ScenarioRunner:
 
     def update_nodes(self) -> None:
         for u in self.sc.node_updates:
-            self.api.call("PATCH", f"/api/v1/nodes/{_name_of(u)}/status", {"status": u["status"]},
-                          content_type="application/merge-patch+json")
+            self.api.call(
+                "PATCH",
+                f"/api/v1/nodes/{_name_of(u)}/status",
+                {"status": u["status"]},
+                content_type="application/merge-patch+json",
+            )
 
     def await_binding(self, ns: str, name: str, timeout: float = DECISION_TIMEOUT) -> Outcome:
         """Wait for a pod already reported unschedulable to be bound after a cluster change; still
@@ -915,9 +1033,14 @@ class ScenarioRunner:
                 return Outcome(node=p["spec"]["nodeName"], seconds=now - start)
             if now - start > timeout:
                 st = p.get("status") or {}
-                cond: dict[str, Any] = next((c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
-                out = Outcome(reason=str(cond.get("reason") or "Timeout"),
-                              condition_message=str(cond.get("message") or ""), seconds=now - start)
+                cond: dict[str, Any] = next(
+                    (c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+                )
+                out = Outcome(
+                    reason=str(cond.get("reason") or "Timeout"),
+                    condition_message=str(cond.get("message") or ""),
+                    seconds=now - start,
+                )
                 out.message = self.failed_scheduling_note(ns, p["metadata"]["uid"]) or out.condition_message
                 return out
             time.sleep(POLL)
@@ -925,8 +1048,11 @@ class ScenarioRunner:
     def place(self, p: JSON, keep_state: bool) -> PodRun:
         api = self.api
         pre_pods = api.items("/api/v1/pods")
-        before = {_key(x): x["spec"].get("nodeName", "") for x in pre_pods
-                  if x["spec"].get("nodeName") and not x["metadata"].get("deletionTimestamp")}
+        before = {
+            _key(x): x["spec"].get("nodeName", "")
+            for x in pre_pods
+            if x["spec"].get("nodeName") and not x["metadata"].get("deletionTimestamp")
+        }
         run = PodRun(Outcome(), {})
         if keep_state:
             run.pre_pods = pre_pods
@@ -937,7 +1063,9 @@ class ScenarioRunner:
         run.admitted = admitted
         ns, name = _ns_of(admitted), _name_of(admitted)
         prio = int(admitted["spec"].get("priority") or 0)
-        lower = [x for x in pre_pods if x["spec"].get("nodeName") and int(x["spec"].get("priority") or 0) < prio]
+        lower = [
+            x for x in pre_pods if x["spec"].get("nodeName") and int(x["spec"].get("priority") or 0) < prio
+        ]
         may_preempt = bool(lower) and admitted["spec"].get("preemptionPolicy") != "Never"
         out = self.await_decision(ns, name, may_preempt, start=created_at)
         if not out.bound:
@@ -971,8 +1099,14 @@ def judge(sc: Scenario, kube: Pass, py: Pass, evaluator: _Evaluator) -> list[Pod
     return out
 
 
-def _judge_one(scenario: str, name: str, k: Outcome, q: Outcome, ev: Evaluation | None,
-               kube_scores: dict[str, dict[str, int]] | None = None) -> PodResult:
+def _judge_one(
+    scenario: str,
+    name: str,
+    k: Outcome,
+    q: Outcome,
+    ev: Evaluation | None,
+    kube_scores: dict[str, dict[str, int]] | None = None,
+) -> PodResult:
     feas = k.bound == q.bound
     note = ""
     if not feas:
@@ -997,13 +1131,18 @@ def _judge_one(scenario: str, name: str, k: Outcome, q: Outcome, ev: Evaluation 
             ks, qs = sum(kube_scores[k.node].values()), sum(kube_scores[q.node].values())
             if ks != qs:
                 placement = False
-            note = (note + "; " if note else "") + f"kube-scheduler's logged totals: {k.node}={ks}, {q.node}={qs}"
+            note = (
+                note + "; " if note else ""
+            ) + f"kube-scheduler's logged totals: {k.node}={ks}, {q.node}={qs}"
     if ev is not None and q.bound and not q.victims and ev.totals and q.node not in ev.best() and feas:
-        note = (note + "; " if note else "") + f"the daemon's choice {q.node} is not among the nodes " \
+        note = (
+            (note + "; " if note else "") + f"the daemon's choice {q.node} is not among the nodes "
             f"pyscheduler ranks best in memory ({','.join(ev.best())}): its cache differed from the API state?"
+        )
     if ev is not None and k.bound and not k.victims and ev.feasible and k.node not in ev.feasible:
-        note = (note + "; " if note else "") + f"pyscheduler's filters reject kube's node {k.node}: " \
-            f"{ev.rejected.get(k.node, '?')}"
+        note = (
+            note + "; " if note else ""
+        ) + f"pyscheduler's filters reject kube's node {k.node}: {ev.rejected.get(k.node, '?')}"
     message: bool | None = None
     if not k.bound and not q.bound:
         message = k.message == q.message
@@ -1018,7 +1157,9 @@ class Differential:
 
     def __init__(self, cluster: LocalCluster | None = None, keep_logs: bool = False) -> None:
         self._own = cluster is None
-        self.cluster = cluster or LocalCluster(with_kwok=True, with_controller_manager=False, name="differential")
+        self.cluster = cluster or LocalCluster(
+            with_kwok=True, with_controller_manager=False, name="differential"
+        )
         self.keep_logs = keep_logs
         self.workdir = Path(tempfile.mkdtemp(prefix="differential-"))
         self.pv_controller: PvController | None = None
@@ -1048,16 +1189,20 @@ class Differential:
             feas = sum(p.feasibility for p in res.pods)
             place = sum(p.placement for p in res.pods)
             judged = [p for p in res.pods if p.message is not None]
-            line = (f"[{i:2d}/{len(scenarios)}] {sc.name:<{width}}  pods {len(res.pods):2d}  feasibility "
-                    f"{feas}/{len(res.pods)}  placement {place}/{len(res.pods)}  messages "
-                    f"{sum(bool(p.message) for p in judged)}/{len(judged)}  ({res.seconds:.1f}s)")
+            line = (
+                f"[{i:2d}/{len(scenarios)}] {sc.name:<{width}}  pods {len(res.pods):2d}  feasibility "
+                f"{feas}/{len(res.pods)}  placement {place}/{len(res.pods)}  messages "
+                f"{sum(bool(p.message) for p in judged)}/{len(judged)}  ({res.seconds:.1f}s)"
+            )
             out(line)
             if res.error:
                 out(f"      ERROR: {res.error.splitlines()[0][:300]}")
             for p in res.pods:
                 if p.disagrees():
-                    out(f"      {p.pod}: kube={p.kube.describe()} py={p.py.describe()}"
-                        + (f"  [{p.note}]" if p.note else ""))
+                    out(
+                        f"      {p.pod}: kube={p.kube.describe()} py={p.py.describe()}"
+                        + (f"  [{p.note}]" if p.note else "")
+                    )
                     if p.message is False:
                         out(f"        kube: {p.kube.message}")
                         out(f"        py:   {p.py.message}")
@@ -1081,11 +1226,15 @@ class Differential:
                 try:
                     passes.append(runner.run_pass(sched, passes[0] if passes else None))
                 except Exception as e:
-                    raise RunError(f"{cls.label} pass: {e}\n--- {cls.label} log tail ---\n{sched.log_tail()}") from e
+                    raise RunError(
+                        f"{cls.label} pass: {e}\n--- {cls.label} log tail ---\n{sched.log_tail()}"
+                    ) from e
                 finally:
                     with contextlib.suppress(Exception):
                         runner.teardown()
-                    if self.keep_logs:  # <workdir>/<scenario>-kube/kube-scheduler.log, <scenario>-py/scheduler.log
+                    if (
+                        self.keep_logs
+                    ):  # <workdir>/<scenario>-kube/kube-scheduler.log, <scenario>-py/scheduler.log
                         with contextlib.suppress(OSError):
                             shutil.move(str(sched.dir), str(self.workdir / f"{sc.name}-{cls.label}"))
                     else:
@@ -1100,8 +1249,12 @@ class Differential:
         return res
 
 
-def run_differential(scenarios: Sequence[Scenario], cluster: LocalCluster | None = None,
-                     out: Callable[[str], None] = print, keep_logs: bool = False) -> Report:
+def run_differential(
+    scenarios: Sequence[Scenario],
+    cluster: LocalCluster | None = None,
+    out: Callable[[str], None] = print,
+    keep_logs: bool = False,
+) -> Report:
     with Differential(cluster, keep_logs=keep_logs) as d:
         return d.run(scenarios, out)
 
@@ -1116,12 +1269,23 @@ def write_report(report: Report, path: Path | None = None) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.differential", description=__doc__.split("\n")[0])
-    ap.add_argument("--scenario", action="append", default=[], metavar="NAME",
-                    help="run only this scenario (repeatable; comma-separated lists work too)")
+    ap.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this scenario (repeatable; comma-separated lists work too)",
+    )
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    ap.add_argument("--output", type=Path, default=None, help="where to write the JSON report "
-                    "(default bench/results/differential-<UTC date>.json)")
-    ap.add_argument("--keep-logs", action="store_true", help="keep scheduler logs (their directory is printed)")
+    ap.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="where to write the JSON report (default bench/results/differential-<UTC date>.json)",
+    )
+    ap.add_argument(
+        "--keep-logs", action="store_true", help="keep scheduler logs (their directory is printed)"
+    )
     args = ap.parse_args(argv)
     if args.list:
         width = max(len(s.name) for s in SCENARIOS)
@@ -1135,8 +1299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown scenario(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
         return 2
     selected = [known[n] for n in names] if names else list(SCENARIOS)
-    print(f"differential: {len(selected)} scenario(s), {sum(s.placements() for s in selected)} pod placements, "
-          f"kube-scheduler then pyscheduler, profile {SCHEDULER_NAME}", flush=True)
+    print(
+        f"differential: {len(selected)} scenario(s), {sum(s.placements() for s in selected)} pod placements, "
+        f"kube-scheduler then pyscheduler, profile {SCHEDULER_NAME}",
+        flush=True,
+    )
 
     def out(line: str) -> None:
         print(line, flush=True)

@@ -185,7 +185,9 @@ class Watch(threading.Thread):
     """A watch of its own on ``path`` (list+watch URL without resourceVersion), reconnecting from the
     last resourceVersion seen; ``on_event(type, object, monotonic time)`` gets every event but bookmarks."""
 
-    def __init__(self, endpoint: Endpoint, path: str, resource_version: str = "", name: str = "bench-watch") -> None:
+    def __init__(
+        self, endpoint: Endpoint, path: str, resource_version: str = "", name: str = "bench-watch"
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.endpoint = endpoint
         self.path = path
@@ -212,8 +214,11 @@ class Watch(threading.Thread):
         conn = self.endpoint.connect(timeout=None)
         self._conn = conn
         since = f"&resourceVersion={self.resource_version}" if self.resource_version else ""
-        conn.request("GET", f"{self.path}?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600{since}",
-                     headers={"Authorization": f"Bearer {self.endpoint.token}", "Accept": "application/json"})
+        conn.request(
+            "GET",
+            f"{self.path}?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600{since}",
+            headers={"Authorization": f"Bearer {self.endpoint.token}", "Accept": "application/json"},
+        )
         resp = conn.getresponse()
         if resp.status != 200:
             raise RuntimeError(f"watch: HTTP {resp.status}: {resp.read()[:200]!r}")
@@ -248,7 +253,9 @@ class PodWatch(Watch):
     """An independent watch on the pods of one namespace (see the module docstring)."""
 
     def __init__(self, endpoint: Endpoint, namespace: str, resource_version: str) -> None:
-        super().__init__(endpoint, f"/api/v1/namespaces/{namespace}/pods", resource_version, "bench-pod-watch")
+        super().__init__(
+            endpoint, f"/api/v1/namespaces/{namespace}/pods", resource_version, "bench-pod-watch"
+        )
         self.namespace = namespace
         self.bound: dict[str, float] = {}
         self.nodes: dict[str, str] = {}
@@ -274,8 +281,13 @@ class PodWatch(Watch):
         b = self.bound
         return sum(1 for n in names if n in b)
 
-    def wait(self, pred: Callable[[], bool], timeout: float, tick: Callable[[], None] | None = None,
-             interval: float = 1.0) -> bool:
+    def wait(
+        self,
+        pred: Callable[[], bool],
+        timeout: float,
+        tick: Callable[[], None] | None = None,
+        interval: float = 1.0,
+    ) -> bool:
         """Poll ``pred`` every 50 ms until true or ``timeout``; call ``tick`` every ``interval`` s."""
         deadline = time.monotonic() + timeout
         next_tick = time.monotonic() + interval
@@ -369,7 +381,7 @@ def _stat_fields(pid: int | str) -> list[str] | None:
             raw = f.read().decode()
     except OSError:
         return None
-    return raw[raw.rindex(")") + 2:].split()
+    return raw[raw.rindex(")") + 2 :].split()
 
 
 def _ppids() -> dict[int, int]:
@@ -471,37 +483,63 @@ class Ceiling:
         return self.bindings / self.with_events_seconds if self.with_events_seconds > 0 else math.nan
 
     def as_dict(self) -> dict[str, float]:
-        return {"bindings": self.bindings, "seconds": self.seconds, "threads": self.threads,
-                "errors": self.errors, "bindings_per_second": self.per_second,
-                "create_seconds": self.create_seconds, "creators": self.creators,
-                "creates_per_second": self.create_per_second,
-                "with_events_seconds": self.with_events_seconds,
-                "bindings_with_events_per_second": self.with_events_per_second}
+        return {
+            "bindings": self.bindings,
+            "seconds": self.seconds,
+            "threads": self.threads,
+            "errors": self.errors,
+            "bindings_per_second": self.per_second,
+            "create_seconds": self.create_seconds,
+            "creators": self.creators,
+            "creates_per_second": self.create_per_second,
+            "with_events_seconds": self.with_events_seconds,
+            "bindings_with_events_per_second": self.with_events_per_second,
+        }
 
 
 def _scheduled_event(namespace: str, pod: str, node: str, i: int) -> bytes:
     """The events.k8s.io/v1 Event a scheduler posts for a bound pod (as pyscheduler's recorder does)."""
     now = time.time()
-    return orjson.dumps({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": f"{pod}.{int(now * 1e9) + i:x}", "namespace": namespace},
-        "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z",
-        "reportingController": "bench-ceiling", "reportingInstance": "bench-ceiling",
-        "action": "Binding", "reason": "Scheduled", "type": "Normal",
-        "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": pod},
-        "note": f"Successfully assigned {namespace}/{pod} to {node}",
-    })
+    return orjson.dumps(
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod}.{int(now * 1e9) + i:x}", "namespace": namespace},
+            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z",
+            "reportingController": "bench-ceiling",
+            "reportingInstance": "bench-ceiling",
+            "action": "Binding",
+            "reason": "Scheduled",
+            "type": "Normal",
+            "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": pod},
+            "note": f"Successfully assigned {namespace}/{pod} to {node}",
+        }
+    )
 
 
-def bind_ceiling(endpoint: Endpoint, namespace: str, pods: Sequence[str], nodes: Sequence[str],
-                 threads: int, with_events: bool = False) -> Ceiling:
+def bind_ceiling(
+    endpoint: Endpoint,
+    namespace: str,
+    pods: Sequence[str],
+    nodes: Sequence[str],
+    threads: int,
+    with_events: bool = False,
+) -> Ceiling:
     """Post a Binding for every (pending, unscheduled) pod, round-robin over ``nodes``; time it. With
     ``with_events``, each Binding is followed by the pod's Scheduled event, as a scheduler does."""
     jobs = [
-        (f"/api/v1/namespaces/{namespace}/pods/{p}/binding",
-         orjson.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": p},
-                       "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]}}),
-         _scheduled_event(namespace, p, nodes[i % len(nodes)], i) if with_events else b"")
+        (
+            f"/api/v1/namespaces/{namespace}/pods/{p}/binding",
+            orjson.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": p},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[i % len(nodes)]},
+                }
+            ),
+            _scheduled_event(namespace, p, nodes[i % len(nodes)], i) if with_events else b"",
+        )
         for i, p in enumerate(pods)
     ]
     events_path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"

@@ -129,16 +129,23 @@ class KubeScheduler:
 
     def start(self, timeout: float = 60.0) -> None:
         with open(self.log, "ab") as f:
-            self.proc = subprocess.Popen(self.argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, preexec_fn=_pdeathsig)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_pdeathsig,
+            )
         ctx = ssl._create_unverified_context()  # its own self-signed loopback certificate
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(OSError), urllib.request.urlopen(
-                f"https://127.0.0.1:{self.port}/readyz", timeout=1, context=ctx
-            ) as r:
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", timeout=1, context=ctx) as r,
+            ):
                 if r.status == 200:
                     return
             time.sleep(0.1)
@@ -182,8 +189,9 @@ class PyScheduler:
             "profiles": [{"schedulerName": SCHEDULER_NAME}],
         }
         # SchedulerProcess logs at debug for tests; the later --log-level wins (kube-scheduler runs at -v=0).
-        self.sp = SchedulerProcess(cluster.kubeconfig, config, extra_args=(f"--log-level={log_level}",),
-                                   name="bench-pyscheduler")
+        self.sp = SchedulerProcess(
+            cluster.kubeconfig, config, extra_args=(f"--log-level={log_level}",), name="bench-pyscheduler"
+        )
         self.sp.argv = pinned(self.sp.argv, cpus)
 
     @property
@@ -231,9 +239,24 @@ class Profiler:
     def __init__(self, py_spy: str, pid: int, out: Path, rate: int = 200) -> None:
         self.out = out
         self.proc = subprocess.Popen(
-            [py_spy, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking", "--gil",
-             "--threads", "--output", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            [
+                py_spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                str(rate),
+                "--format",
+                "raw",
+                "--nonblocking",
+                "--gil",
+                "--threads",
+                "--output",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
 
     def stop(self) -> None:
@@ -307,8 +330,10 @@ def create_nodes(env: Env, count: int) -> None:
     if errors:
         raise RuntimeError(f"creating nodes failed: {errors[:3]}")
     listed = env.conn.json("GET", "/api/v1/nodes?limit=1")
-    say(f"  nodes: {count} created in {time.monotonic() - t0:.1f}s "
-        f"(cluster has {len(listed['items']) + int(listed['metadata'].get('remainingItemCount', 0))})")
+    say(
+        f"  nodes: {count} created in {time.monotonic() - t0:.1f}s "
+        f"(cluster has {len(listed['items']) + int(listed['metadata'].get('remainingItemCount', 0))})"
+    )
 
 
 def clean_namespace(env: Env, timeout: float = 300.0) -> None:
@@ -362,8 +387,9 @@ def measure_bind_ceiling(env: Env, count: int) -> Ceiling:
     return c
 
 
-def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
-            profile_dir: Path | None) -> dict[str, Any]:
+def run_one(
+    env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int, profile_dir: Path | None
+) -> dict[str, Any]:
     a = env.args
     sched = make()
     tag = f"{wl.short}-{'k' if sched.name == KUBE else 'p'}{rep}"
@@ -372,7 +398,12 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
     clean_namespace(env)
     watch = PodWatch(env.endpoint, NS, resource_version(env))
     watch.start()
-    result: dict[str, Any] = {"scheduler": sched.name, "repeat": rep, "complete": False, "precreate": a.precreate}
+    result: dict[str, Any] = {
+        "scheduler": sched.name,
+        "repeat": rep,
+        "complete": False,
+        "precreate": a.precreate,
+    }
     profiler: Profiler | None = None
     try:
         t_start = time.monotonic()
@@ -399,8 +430,10 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
                 say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound")
 
             ok = watch.wait(lambda: watch.count_bound(init_names) == len(init_names), a.timeout, init_tick)
-            say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound "
-                f"in {time.monotonic() - t0:.1f}s")
+            say(
+                f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound "
+                f"in {time.monotonic() - t0:.1f}s"
+            )
             if not ok:
                 raise RuntimeError("init pods not all bound within the timeout")
 
@@ -408,12 +441,16 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
         unsched_names = [f"{tag}-u{k}" for k in range(wl.unschedulable_pods)]
         if unsched_names:
             t0 = time.monotonic()
-            errs = post_objects(env.endpoint, pods_path, encode(wl.unschedulable_template, unsched_names), a.creators)
+            errs = post_objects(
+                env.endpoint, pods_path, encode(wl.unschedulable_template, unsched_names), a.creators
+            )
             if errs:
                 raise RuntimeError(f"creating unschedulable pods: {errs[:3]}")
             watch.wait(lambda: sum(n in watch.unschedulable for n in unsched_names) == len(unsched_names), 60)
-            say(f"{prefix} unschedulable: {sum(n in watch.unschedulable for n in unsched_names)}/"
-                f"{len(unsched_names)} marked PodScheduled=False in {time.monotonic() - t0:.1f}s")
+            say(
+                f"{prefix} unschedulable: {sum(n in watch.unschedulable for n in unsched_names)}/"
+                f"{len(unsched_names)} marked PodScheduled=False in {time.monotonic() - t0:.1f}s"
+            )
 
         # measured pods
         names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
@@ -437,8 +474,10 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
             creator()
             if create_errors:
                 raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
-            say(f"{prefix} {len(names)} measured pods created in {time.monotonic() - t_c:.1f}s, "
-                "no scheduler running; starting a new one")
+            say(
+                f"{prefix} {len(names)} measured pods created in {time.monotonic() - t_c:.1f}s, "
+                "no scheduler running; starting a new one"
+            )
             sched = make()
         plane = {p.name: ProcStats(p.popen.pid) for p in env.cluster.procs}
         plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
@@ -462,11 +501,15 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
         def tick() -> None:
             alive_or_raise()
             b = watch.count_bound(names)
-            say(f"{prefix} {time.monotonic() - t0:4.0f}s created {len(sent)}/{len(names)} "
-                f"bound {b}/{len(names)} (+{b - last[0]}/s)")
+            say(
+                f"{prefix} {time.monotonic() - t0:4.0f}s created {len(sent)}/{len(names)} "
+                f"bound {b}/{len(names)} (+{b - last[0]}/s)"
+            )
             last[0] = b
 
-        done = watch.wait(lambda: created.is_set() and watch.count_bound(names) == len(names), a.timeout, tick)
+        done = watch.wait(
+            lambda: created.is_set() and watch.count_bound(names) == len(names), a.timeout, tick
+        )
         t_end = time.monotonic()
         cpu1 = stats.cpu_seconds()
         plane_cpu = {k: v.cpu_seconds() - plane0[k] for k, v in plane.items()}
@@ -508,10 +551,12 @@ def run_one(env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int,
         if profiler is not None:
             result["profile"] = str(profiler.out)
         thr = result["throughput"]
-        say(f"{prefix} done: {len(binds)}/{len(names)} bound in {t_end - t0:.1f}s, "
+        say(
+            f"{prefix} done: {len(binds)}/{len(names)} bound in {t_end - t0:.1f}s, "
             f"throughput avg {thr['avg']:.1f} pods/s, latency p50 {result['latency_ms']['p50']:.0f} ms "
             f"p99 {result['latency_ms']['p99']:.0f} ms, CPU {result['cpu_seconds']:.1f}s, RSS {rss:.0f} MB"
-            + ("" if done else "  ** TIMED OUT **"))
+            + ("" if done else "  ** TIMED OUT **")
+        )
     except Exception as e:
         result["error"] = f"{type(e).__name__}: {e}"
         say(f"{prefix} FAILED: {result['error']}")
@@ -568,25 +613,37 @@ def fmt(v: float, digits: int = 1) -> str:
     return "-" if math.isnan(v) else f"{v:,.{digits}f}"
 
 
-def report(name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceiling: Ceiling) -> dict[str, Any]:
+def report(
+    name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceiling: Ceiling
+) -> dict[str, Any]:
     med = {s: medians(runs.get(s, [])) for s in SCHEDULERS}
     rat = {label: ratio(med[PY][label], med[KUBE][label]) for label, _, _ in FIGURES}
     say("")
-    say(f"{name}: {wl.init_pods} init pods, {wl.measured_pods} measured pods"
+    say(
+        f"{name}: {wl.init_pods} init pods, {wl.measured_pods} measured pods"
         + (f", {wl.unschedulable_pods} unschedulable pods" if wl.unschedulable_pods else "")
-        + (f"  ({wl.notes})" if wl.notes else ""))
+        + (f"  ({wl.notes})" if wl.notes else "")
+    )
     say(f"  {'figure':<24}{'kube-scheduler':>16}{'pyscheduler':>14}{'py/kube':>10}")
     for label, unit, _ in FIGURES:
         digits = 0 if unit in ("ms", "MB") else (2 if unit in ("s", "ms/pod", "cores") else 1)
-        say(f"  {label + ' (' + unit + ')':<24}{fmt(med[KUBE][label], digits):>16}{fmt(med[PY][label], digits):>14}"
-            f"{fmt(rat[label], 2):>10}")
+        say(
+            f"  {label + ' (' + unit + ')':<24}{fmt(med[KUBE][label], digits):>16}{fmt(med[PY][label], digits):>14}"
+            f"{fmt(rat[label], 2):>10}"
+        )
     pct = {s: 100.0 * med[s]["throughput avg"] / ceiling.per_second for s in SCHEDULERS}
-    say(f"  bind ceiling {ceiling.per_second:,.0f} bindings/s ({ceiling.threads} threads): "
-        f"pyscheduler at {fmt(pct[PY])}% of it, kube-scheduler at {fmt(pct[KUBE])}%")
-    say(f"  (pod creation alone, no scheduler: {ceiling.create_per_second:,.0f} pods/s with {ceiling.creators} creators)")
+    say(
+        f"  bind ceiling {ceiling.per_second:,.0f} bindings/s ({ceiling.threads} threads): "
+        f"pyscheduler at {fmt(pct[PY])}% of it, kube-scheduler at {fmt(pct[KUBE])}%"
+    )
+    say(
+        f"  (pod creation alone, no scheduler: {ceiling.create_per_second:,.0f} pods/s with {ceiling.creators} creators)"
+    )
     pct_ev = {s: 100.0 * med[s]["throughput avg"] / ceiling.with_events_per_second for s in SCHEDULERS}
-    say(f"  Binding + Scheduled event ceiling {ceiling.with_events_per_second:,.0f} pods/s: "
-        f"pyscheduler at {fmt(pct_ev[PY])}% of it, kube-scheduler at {fmt(pct_ev[KUBE])}%")
+    say(
+        f"  Binding + Scheduled event ceiling {ceiling.with_events_per_second:,.0f} pods/s: "
+        f"pyscheduler at {fmt(pct_ev[PY])}% of it, kube-scheduler at {fmt(pct_ev[KUBE])}%"
+    )
     for s in SCHEDULERS:
         for r in runs.get(s, []):
             if "error" in r:
@@ -595,8 +652,12 @@ def report(name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceili
                 say(f"  {s} run #{r['repeat'] + 1} timed out: {r['bound']}/{r['measured_pods']} bound")
             elif r.get("victims_deleted"):
                 say(f"  {s} run #{r['repeat'] + 1}: {r['victims_deleted']} preemption victims deleted")
-    return {"median": med, "ratio_py_over_kube": rat, "percent_of_bind_ceiling": pct,
-            "percent_of_bind_with_events_ceiling": pct_ev}
+    return {
+        "median": med,
+        "ratio_py_over_kube": rat,
+        "percent_of_bind_ceiling": pct,
+        "percent_of_bind_with_events_ceiling": pct_ev,
+    }
 
 
 def machine_info() -> dict[str, Any]:
@@ -609,8 +670,14 @@ def machine_info() -> dict[str, Any]:
     mem = ""
     with contextlib.suppress(OSError):
         mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()
-    return {"cpu_model": model, "cpus": os.cpu_count(), "memory": mem, "platform": platform.platform(),
-            "python": sys.version.split()[0], "loadavg": os.getloadavg()}
+    return {
+        "cpu_model": model,
+        "cpus": os.cpu_count(),
+        "memory": mem,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "loadavg": os.getloadavg(),
+    }
 
 
 def git_info() -> dict[str, Any]:
@@ -618,7 +685,10 @@ def git_info() -> dict[str, Any]:
         p = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True, check=False)
         return p.stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def results_path(out_dir: Path, nodes: int) -> Path:
@@ -644,7 +714,9 @@ def find_py_spy(explicit: str | None) -> str | None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0] if __doc__ else "")
+    p = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.split("\n\n")[0] if __doc__ else ""
+    )
     p.add_argument("--large", action="store_true", help="5,000 nodes / 10,000 measured pods")
     p.add_argument("--nodes", type=int, help="node count (default 500, --large 5000)")
     p.add_argument("--pods", type=int, help="measured pods (default 2 x nodes)")
@@ -652,24 +724,38 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--schedulers", default="kube-scheduler,pyscheduler", help="which to run (default: both)")
     p.add_argument("--repeat", type=int, default=1, help="runs per scheduler per workload; medians reported")
     p.add_argument("--creators", type=int, default=30, help="concurrent pod creators")
-    p.add_argument("--create-rate", type=float, default=None,
-                   help="create the measured pods at this many per second (open-loop arrivals; default: "
-                        "as fast as the creators can, which depends on the CPU the scheduler leaves them)")
+    p.add_argument(
+        "--create-rate",
+        type=float,
+        default=None,
+        help="create the measured pods at this many per second (open-loop arrivals; default: "
+        "as fast as the creators can, which depends on the CPU the scheduler leaves them)",
+    )
     p.add_argument("--bind-threads", type=int, default=16, help="threads of the bind-ceiling client")
     p.add_argument("--timeout", type=float, help="seconds to wait for a phase's pods to bind")
-    p.add_argument("--precreate", action="store_true",
-                   help="create the measured pods before a fresh scheduler starts: scheduling alone, no creation "
-                        "in the way (latency is then counted from the scheduler's start)")
-    p.add_argument("--scheduler-cpus", default="",
-                   help="run each scheduler on these CPUs only (taskset list, e.g. 0 or 0,1): the 1-core vs "
-                        "2-core scaling figure; the control plane and the load generator stay unpinned")
+    p.add_argument(
+        "--precreate",
+        action="store_true",
+        help="create the measured pods before a fresh scheduler starts: scheduling alone, no creation "
+        "in the way (latency is then counted from the scheduler's start)",
+    )
+    p.add_argument(
+        "--scheduler-cpus",
+        default="",
+        help="run each scheduler on these CPUs only (taskset list, e.g. 0 or 0,1): the 1-core vs "
+        "2-core scaling figure; the control plane and the load generator stay unpinned",
+    )
     p.add_argument("--kwok", action="store_true", help="run KWOK (node heartbeats) during the benchmark")
     p.add_argument("--py-log-level", default="info", help="pyscheduler --log-level (default info)")
-    p.add_argument("--profile", action="store_true", help="sample pyscheduler with py-spy in the measured phase")
+    p.add_argument(
+        "--profile", action="store_true", help="sample pyscheduler with py-spy in the measured phase"
+    )
     p.add_argument("--py-spy", help="py-spy binary (default: on PATH or /tmp/pyspy-venv/bin/py-spy)")
     p.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     p.add_argument("--no-chart", action="store_true")
-    p.add_argument("--keep-logs", action="store_true", help="keep the schedulers' logs (kept anyway on failure)")
+    p.add_argument(
+        "--keep-logs", action="store_true", help="keep the schedulers' logs (kept anyway on failure)"
+    )
     a = p.parse_args(argv)
     a.nodes = a.nodes or (5000 if a.large else 500)
     a.pods = a.pods or 2 * a.nodes
@@ -705,17 +791,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if profile_dir is not None:
         profile_dir.mkdir(exist_ok=True)
     machine = machine_info()
-    say(f"pyscheduler benchmark: {a.nodes} nodes, {a.pods} measured pods, workloads {', '.join(chosen)}, "
-        f"repeat {a.repeat}; {machine['cpus']} CPUs ({machine['cpu_model']}), load {machine['loadavg']}")
+    say(
+        f"pyscheduler benchmark: {a.nodes} nodes, {a.pods} measured pods, workloads {', '.join(chosen)}, "
+        f"repeat {a.repeat}; {machine['cpus']} CPUs ({machine['cpu_model']}), load {machine['loadavg']}"
+    )
 
     cluster = LocalCluster(
-        with_kwok=a.kwok, with_controller_manager=False, name="bench",
+        with_kwok=a.kwok,
+        with_controller_manager=False,
+        name="bench",
         apiserver_args=["--max-requests-inflight=3000", "--max-mutating-requests-inflight=3000"],
     )
     t0 = time.monotonic()
     cluster.start()
     try:
-        say(f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})")
+        say(
+            f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})"
+        )
         endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
         env = Env(cluster, endpoint, Conn(endpoint), [], a)
         env.conn.json("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
@@ -724,34 +816,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         create_nodes(env, a.nodes)
 
         ceiling = measure_bind_ceiling(env, a.pods)
-        say(f"create ceiling: {ceiling.bindings} pods created in {ceiling.create_seconds:.1f}s by {ceiling.creators} "
-            f"creators, no scheduler running = {ceiling.create_per_second:,.0f}/s")
-        say(f"bind ceiling: {ceiling.bindings} Bindings in {ceiling.seconds:.1f}s with {ceiling.threads} threads "
+        say(
+            f"create ceiling: {ceiling.bindings} pods created in {ceiling.create_seconds:.1f}s by {ceiling.creators} "
+            f"creators, no scheduler running = {ceiling.create_per_second:,.0f}/s"
+        )
+        say(
+            f"bind ceiling: {ceiling.bindings} Bindings in {ceiling.seconds:.1f}s with {ceiling.threads} threads "
             f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
-            f"{ceiling.with_events_per_second:,.0f} pods/s")
+            f"{ceiling.with_events_per_second:,.0f} pods/s"
+        )
 
         results: dict[str, Any] = {}
         for name in chosen:
             wl = all_wls[name]
-            say(f"\n== {name}: {wl.init_pods} init, {wl.unschedulable_pods} unschedulable, "
-                f"{wl.measured_pods} measured pods")
+            say(
+                f"\n== {name}: {wl.init_pods} init, {wl.unschedulable_pods} unschedulable, "
+                f"{wl.measured_pods} measured pods"
+            )
             runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
             for rep in range(a.repeat):
                 order = scheds if rep % 2 == 0 else list(reversed(scheds))
                 for s in order:
+
                     def make(s: str = s) -> Scheduler:
                         if s == KUBE:
                             return KubeScheduler(cluster, cpus=a.scheduler_cpus)
                         return PyScheduler(cluster, a.py_log_level, cpus=a.scheduler_cpus)
 
                     runs[s].append(run_one(env, wl, make, rep, profile_dir))
-            results[name] = {"workload": {"init_pods": wl.init_pods, "measured_pods": wl.measured_pods,
-                                          "unschedulable_pods": wl.unschedulable_pods, "notes": wl.notes},
-                             "runs": runs}
+            results[name] = {
+                "workload": {
+                    "init_pods": wl.init_pods,
+                    "measured_pods": wl.measured_pods,
+                    "unschedulable_pods": wl.unschedulable_pods,
+                    "notes": wl.notes,
+                },
+                "runs": runs,
+            }
         clean_namespace(env)
         for pc in priority_classes():
-            env.conn.json("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}",
-                          ok=(200, 404))
+            env.conn.json(
+                "DELETE",
+                f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}",
+                ok=(200, 404),
+            )
     finally:
         cluster.stop()
 
@@ -766,15 +874,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             series = {s: res["runs"][s][0].get("timeline", []) for s in SCHEDULERS if res["runs"][s]}
             png = out_path.with_name(f"{out_path.stem}-{name}.png")
             with contextlib.suppress(Exception):
-                charts.append(str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series)))
+                charts.append(
+                    str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series))
+                )
     if profile_dir is not None:
         for name, res in results.items():
             for r in res["runs"].get(PY, []):
                 prof = r.get("profile")
                 if prof and Path(prof).exists() and Path(prof).stat().st_size:
                     r["profile_summary"] = ps = profile_summary(Path(prof))
-                    say(f"\npy-spy profile of pyscheduler, {name} (measured phase, {ps['samples']} samples): "
-                        f"{prof}")
+                    say(
+                        f"\npy-spy profile of pyscheduler, {name} (measured phase, {ps['samples']} samples): "
+                        f"{prof}"
+                    )
                     say("  self %   function")
                     for fn, share in ps["self"][:20]:
                         say(f"  {share:6.1f}   {fn}")

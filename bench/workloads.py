@@ -92,7 +92,9 @@ def pod(
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": res, "limits": res}}],
+        "containers": [
+            {"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": res, "limits": res}}
+        ],
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
@@ -100,7 +102,12 @@ def pod(
         spec["affinity"] = affinity
     if spread:
         spec["topologySpreadConstraints"] = spread
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
 def _plain(name: str) -> dict[str, Any]:
@@ -109,21 +116,41 @@ def _plain(name: str) -> dict[str, Any]:
 
 def _node_affinity(name: str) -> dict[str, Any]:
     term = {"matchExpressions": [{"key": GROUP_LABEL, "operator": "In", "values": ["a"]}]}
-    return pod(name, labels={WORKLOAD_LABEL: "node-affinity"},
-               affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}})
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "node-affinity"},
+        affinity={
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        },
+    )
 
 
 def _spread(name: str) -> dict[str, Any]:
     sel = {"matchLabels": {WORKLOAD_LABEL: "spread"}}
-    return pod(name, labels={WORKLOAD_LABEL: "spread"},
-               spread=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}])
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "spread"},
+        spread=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": sel,
+            }
+        ],
+    )
 
 
 def _anti(name: str) -> dict[str, Any]:
-    term = {"labelSelector": {"matchLabels": {WORKLOAD_LABEL: "anti"}}, "topologyKey": "kubernetes.io/hostname"}
-    return pod(name, labels={WORKLOAD_LABEL: "anti"},
-               affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    term = {
+        "labelSelector": {"matchLabels": {WORKLOAD_LABEL: "anti"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "anti"},
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
 
 
 ANTI_GROUPS = 50
@@ -134,8 +161,11 @@ def _anti_group(name: str) -> dict[str, Any]:
     hostname (as real clusters run many such Deployments); the group follows the pod's trailing number."""
     group = _group_of(name)
     term = {"labelSelector": {"matchLabels": {GROUP_LABEL: group}}, "topologyKey": "kubernetes.io/hostname"}
-    return pod(name, labels={WORKLOAD_LABEL: "anti-groups", GROUP_LABEL: group},
-               affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "anti-groups", GROUP_LABEL: group},
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
 
 
 def _group_of(name: str) -> str:
@@ -147,18 +177,33 @@ def _spread_group(name: str) -> dict[str, Any]:
     """Hard zone spreading per group: ANTI_GROUPS Deployments, each spreading its own pods."""
     group = _group_of(name)
     sel = {"matchLabels": {GROUP_LABEL: group}}
-    return pod(name, labels={WORKLOAD_LABEL: "spread-groups", GROUP_LABEL: group},
-               spread=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}])
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "spread-groups", GROUP_LABEL: group},
+        spread=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": sel,
+            }
+        ],
+    )
 
 
 def _preferred_group(name: str) -> dict[str, Any]:
     """Preferred pod affinity (hostname) to the pod's own group, ANTI_GROUPS groups."""
     group = _group_of(name)
     term = {"labelSelector": {"matchLabels": {GROUP_LABEL: group}}, "topologyKey": "kubernetes.io/hostname"}
-    return pod(name, labels={WORKLOAD_LABEL: "preferred-groups", GROUP_LABEL: group},
-               affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                   {"weight": 1, "podAffinityTerm": term}]}})
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "preferred-groups", GROUP_LABEL: group},
+        affinity={
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]
+            }
+        },
+    )
 
 
 def _pref_target(name: str) -> dict[str, Any]:
@@ -166,10 +211,19 @@ def _pref_target(name: str) -> dict[str, Any]:
 
 
 def _preferred(name: str) -> dict[str, Any]:
-    term = {"labelSelector": {"matchLabels": {WORKLOAD_LABEL: "preferred"}}, "topologyKey": "kubernetes.io/hostname"}
-    return pod(name, labels={WORKLOAD_LABEL: "preferred"},
-               affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                   {"weight": 1, "podAffinityTerm": term}]}})
+    term = {
+        "labelSelector": {"matchLabels": {WORKLOAD_LABEL: "preferred"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    return pod(
+        name,
+        labels={WORKLOAD_LABEL: "preferred"},
+        affinity={
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]
+            }
+        },
+    )
 
 
 def _low(name: str) -> dict[str, Any]:
@@ -203,32 +257,108 @@ def workloads(nodes: int, pods: int) -> dict[str, Workload]:
     init = min(nodes, 1000)
     wls = [
         Workload("SchedulingBasic", "basic", init, _plain, pods, _plain),
-        Workload("NodeAffinity", "nodeaff", init, _plain, pods, _node_affinity,
-                 notes="required node affinity to half the nodes"),
-        Workload("PodTopologySpread", "spread", init, _plain, pods, _spread,
-                 notes="hard zone spread, maxSkew 1, 3 zones"),
-        Workload("PodAntiAffinity", "anti", nodes // 5, _anti, nodes * 4 // 5, _anti,
-                 notes="required anti-affinity on hostname; init + measured = one pod per node"),
-        Workload("PodAntiAffinityGroups", "antigroups", nodes // 5, _anti_group, nodes * 4 // 5, _anti_group,
-                 notes=f"{ANTI_GROUPS} groups, each with required anti-affinity to itself on hostname"),
-        Workload("PodTopologySpreadGroups", "spreadgroups", init, _spread_group, pods, _spread_group,
-                 notes=f"hard zone spread, maxSkew 1, one selector per group, {ANTI_GROUPS} groups"),
-        Workload("PreferredPodAffinityGroups", "prefgroups", init, _preferred_group, pods, _preferred_group,
-                 notes=f"preferred pod affinity (hostname) to the pod's own group, {ANTI_GROUPS} groups"),
-        Workload("PreferredPodAffinity", "prefaff", init, _pref_target, pods, _preferred,
-                 notes="preferred pod affinity (hostname) to the init pods' label"),
-        Workload("Preemption", "preempt", nodes * 4, _low, nodes, _high,
-                 notes="init: 4 low-priority 900m pods per node; measured: 3-CPU high-priority pods"),
-        Workload("Unschedulable", "unsched", 0, _plain, pods, _plain, unschedulable_pods=int(nodes / 2.5),
-                 notes="pods needing 8 CPU (fit nowhere) created and tried first"),
+        Workload(
+            "NodeAffinity",
+            "nodeaff",
+            init,
+            _plain,
+            pods,
+            _node_affinity,
+            notes="required node affinity to half the nodes",
+        ),
+        Workload(
+            "PodTopologySpread",
+            "spread",
+            init,
+            _plain,
+            pods,
+            _spread,
+            notes="hard zone spread, maxSkew 1, 3 zones",
+        ),
+        Workload(
+            "PodAntiAffinity",
+            "anti",
+            nodes // 5,
+            _anti,
+            nodes * 4 // 5,
+            _anti,
+            notes="required anti-affinity on hostname; init + measured = one pod per node",
+        ),
+        Workload(
+            "PodAntiAffinityGroups",
+            "antigroups",
+            nodes // 5,
+            _anti_group,
+            nodes * 4 // 5,
+            _anti_group,
+            notes=f"{ANTI_GROUPS} groups, each with required anti-affinity to itself on hostname",
+        ),
+        Workload(
+            "PodTopologySpreadGroups",
+            "spreadgroups",
+            init,
+            _spread_group,
+            pods,
+            _spread_group,
+            notes=f"hard zone spread, maxSkew 1, one selector per group, {ANTI_GROUPS} groups",
+        ),
+        Workload(
+            "PreferredPodAffinityGroups",
+            "prefgroups",
+            init,
+            _preferred_group,
+            pods,
+            _preferred_group,
+            notes=f"preferred pod affinity (hostname) to the pod's own group, {ANTI_GROUPS} groups",
+        ),
+        Workload(
+            "PreferredPodAffinity",
+            "prefaff",
+            init,
+            _pref_target,
+            pods,
+            _preferred,
+            notes="preferred pod affinity (hostname) to the init pods' label",
+        ),
+        Workload(
+            "Preemption",
+            "preempt",
+            nodes * 4,
+            _low,
+            nodes,
+            _high,
+            notes="init: 4 low-priority 900m pods per node; measured: 3-CPU high-priority pods",
+        ),
+        Workload(
+            "Unschedulable",
+            "unsched",
+            0,
+            _plain,
+            pods,
+            _plain,
+            unschedulable_pods=int(nodes / 2.5),
+            notes="pods needing 8 CPU (fit nowhere) created and tried first",
+        ),
     ]
     return {w.name: w for w in wls}
 
 
 def priority_classes() -> list[dict[str, Any]]:
     return [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": LOW_PRIORITY},
-         "value": 100, "preemptionPolicy": "PreemptLowerPriority", "description": "pyscheduler bench"},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": HIGH_PRIORITY},
-         "value": 1000, "preemptionPolicy": "PreemptLowerPriority", "description": "pyscheduler bench"},
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": LOW_PRIORITY},
+            "value": 100,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": "pyscheduler bench",
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": HIGH_PRIORITY},
+            "value": 1000,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": "pyscheduler bench",
+        },
     ]

@@ -53,8 +53,12 @@ LOCAL_NODES = 4
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--kind", action="store_true", default=False,
-                     help="run against the kind cluster in $PYSCHEDULER_E2E_KUBECONFIG (fail if unset)")
+    parser.addoption(
+        "--kind",
+        action="store_true",
+        default=False,
+        help="run against the kind cluster in $PYSCHEDULER_E2E_KUBECONFIG (fail if unset)",
+    )
 
 
 # ------------------------------------------------------------------------------------------- client
@@ -73,7 +77,9 @@ class Kube:
         ctx_name = cfg.get("current-context") or cfg["contexts"][0]["name"]
         ctx = next(c["context"] for c in cfg["contexts"] if c["name"] == ctx_name)
         cluster = next(c["cluster"] for c in cfg["clusters"] if c["name"] == ctx["cluster"])
-        user: Doc = next((u["user"] for u in cfg.get("users") or [] if u["name"] == ctx.get("user")), {}) or {}
+        user: Doc = (
+            next((u["user"] for u in cfg.get("users") or [] if u["name"] == ctx.get("user")), {}) or {}
+        )
         self.server = str(cluster["server"]).rstrip("/")
 
         if cluster.get("insecure-skip-tls-verify"):
@@ -89,14 +95,18 @@ class Kube:
         if user.get("token"):
             self._headers["Authorization"] = f"Bearer {user['token']}"
         elif user.get("tokenFile"):
-            self._headers["Authorization"] = f"Bearer {Path(self._resolve(user['tokenFile'])).read_text().strip()}"
+            self._headers["Authorization"] = (
+                f"Bearer {Path(self._resolve(user['tokenFile'])).read_text().strip()}"
+            )
         cert = self._material(user, "client-certificate", "client.crt")
         key = self._material(user, "client-key", "client.key")
         if cert and key:
             self._ssl.load_cert_chain(cert, key)
         if "Authorization" not in self._headers and not cert:
-            raise RuntimeError(f"{kubeconfig}: the e2e client supports token and client-certificate users "
-                                    "only (not exec or auth-provider plugins)")
+            raise RuntimeError(
+                f"{kubeconfig}: the e2e client supports token and client-certificate users "
+                "only (not exec or auth-provider plugins)"
+            )
 
     def _resolve(self, path: str) -> str:
         p = Path(path).expanduser()
@@ -116,10 +126,18 @@ class Kube:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # ---------------------------------------------------------------------------------------- calls
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json", timeout: float = 30) -> tuple[int, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> tuple[int, Any]:
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        req = urllib.request.Request(self.server + path, data=data, method=method, headers=dict(self._headers))
+        req = urllib.request.Request(
+            self.server + path, data=data, method=method, headers=dict(self._headers)
+        )
         if data is not None:
             req.add_header("Content-Type", content_type)
         try:
@@ -156,8 +174,12 @@ class Kube:
 
     def events(self, ns: str, name: str = "", reason: str = "") -> list[Doc]:
         items = self.api("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")["items"]
-        return [e for e in items if (not name or e.get("regarding", {}).get("name") == name)
-                and (not reason or e.get("reason") == reason)]
+        return [
+            e
+            for e in items
+            if (not name or e.get("regarding", {}).get("name") == name)
+            and (not reason or e.get("reason") == reason)
+        ]
 
     def nodes(self) -> dict[str, Doc]:
         """Nodes a workload pod may land on: not a control plane, no NoSchedule/NoExecute taint."""
@@ -173,12 +195,16 @@ class Kube:
         return out
 
     def gpu_nodes(self) -> set[str]:
-        return {name for name, n in self.nodes().items()
-                if (n["metadata"].get("labels") or {}).get(GPU_LABEL) == "gpu"}
+        return {
+            name
+            for name, n in self.nodes().items()
+            if (n["metadata"].get("labels") or {}).get(GPU_LABEL) == "gpu"
+        }
 
     def lease_holder(self) -> str:
         status, out = self.request(
-            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SCHEDULER_NAMESPACE}/leases/py-scheduler")
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{SCHEDULER_NAMESPACE}/leases/py-scheduler"
+        )
         return str(((out or {}).get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
 
     # ---------------------------------------------------------------------------------------- diagnostics
@@ -188,17 +214,23 @@ class Kube:
         with contextlib.suppress(Exception):
             for p in self.pods(ns):
                 cond: Doc = next(
-                    (c for c in p["status"].get("conditions") or [] if c["type"] == "PodScheduled"), {})
-                lines.append(f"  pod {p['metadata']['name']}: {p['status'].get('phase')} "
-                             f"node={p['spec'].get('nodeName', '')} {cond.get('reason', '')} {cond.get('message', '')}")
+                    (c for c in p["status"].get("conditions") or [] if c["type"] == "PodScheduled"), {}
+                )
+                lines.append(
+                    f"  pod {p['metadata']['name']}: {p['status'].get('phase')} "
+                    f"node={p['spec'].get('nodeName', '')} {cond.get('reason', '')} {cond.get('message', '')}"
+                )
             for e in self.events(ns)[-10:]:
-                lines.append(f"  event {e.get('regarding', {}).get('name')}: {e.get('reason')}: {e.get('note')}")
+                lines.append(
+                    f"  event {e.get('regarding', {}).get('name')}: {e.get('reason')}: {e.get('note')}"
+                )
         if self.daemon is not None:
             lines.append("daemon log tail:\n" + self.daemon.log_tail(15))
         return "\n".join(lines)
 
-    def eventually(self, fn: Callable[[], T], ns: str, what: str, timeout: float = 60.0,
-                   interval: float = 0.3) -> T:
+    def eventually(
+        self, fn: Callable[[], T], ns: str, what: str, timeout: float = 60.0, interval: float = 0.3
+    ) -> T:
         """``fn()`` until truthy; on timeout fail with what the namespace looks like."""
         deadline = time.monotonic() + timeout
         last: Any = None
@@ -232,13 +264,17 @@ def _local_config(rendered: list[Doc]) -> Doc:
         example = yaml.safe_load(yaml.safe_load(LABEL_MATCH_CONFIGMAP.read_text())["data"]["config.yaml"])
         have = _profiles(config)
         config["profiles"] = list(config["profiles"]) + [
-            p for p in example["profiles"] if p.get("schedulerName") not in have]
+            p for p in example["profiles"] if p.get("schedulerName") not in have
+        ]
     return config
 
 
 def _forbidden(log: str) -> list[str]:
-    return [ln for ln in log.splitlines()
-            if ("forbidden" in ln.lower() or "HTTP 403" in ln) and "because it is being terminated" not in ln]
+    return [
+        ln
+        for ln in log.splitlines()
+        if ("forbidden" in ln.lower() or "HTTP 403" in ln) and "because it is being terminated" not in ln
+    ]
 
 
 @contextlib.contextmanager
@@ -248,21 +284,34 @@ def _local_cluster() -> Iterator[Kube]:
     kube: Kube | None = None
     try:
         cluster.create_nodes(LOCAL_NODES - 1, prefix="e2e-node", cpu="4", memory="16Gi")
-        cluster.create_nodes(1, prefix="e2e-node", cpu="4", memory="16Gi", start=LOCAL_NODES - 1,
-                             labels={GPU_LABEL: "gpu"})
+        cluster.create_nodes(
+            1, prefix="e2e-node", cpu="4", memory="16Gi", start=LOCAL_NODES - 1, labels={GPU_LABEL: "gpu"}
+        )
         rendered = [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(MANIFESTS)).stdout) if d]
         objs = [d for d in rendered if d["kind"] != "Deployment"]
-        cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+        cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
+        )
 
         sa = Path(tempfile.mkdtemp(prefix="pyscheduler-e2e-sa-"))
         (sa / "token").write_text(cluster.create_token(SCHEDULER_NAMESPACE, "py-scheduler", seconds=3600))
         shutil.copy(cluster.ca_file, sa / "ca.crt")
         (sa / "namespace").write_text(SCHEDULER_NAMESPACE)
         config = _local_config(rendered)
-        env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cluster.port),
-               "POD_NAME": "py-scheduler-e2e-0", "KUBECONFIG": ""}
-        daemon = SchedulerProcess(None, config, leader_elect=True, env=env, name="py-scheduler-e2e",
-                                  extra_args=("--in-cluster-dir", str(sa)))
+        env = {
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(cluster.port),
+            "POD_NAME": "py-scheduler-e2e-0",
+            "KUBECONFIG": "",
+        }
+        daemon = SchedulerProcess(
+            None,
+            config,
+            leader_elect=True,
+            env=env,
+            name="py-scheduler-e2e",
+            extra_args=("--in-cluster-dir", str(sa)),
+        )
         with daemon:
             kube = Kube(cluster.kubeconfig, mode="local")
             kube.daemon = daemon
@@ -291,10 +340,14 @@ def _wait(fn: Callable[[], T], timeout: float) -> T:
 
 def _kind_cluster(kubeconfig: str) -> Kube:
     kube = Kube(Path(kubeconfig), mode="kind")
-    status, cm = kube.request("GET", f"/api/v1/namespaces/{SCHEDULER_NAMESPACE}/configmaps/py-scheduler-config")
+    status, cm = kube.request(
+        "GET", f"/api/v1/namespaces/{SCHEDULER_NAMESPACE}/configmaps/py-scheduler-config"
+    )
     if status != 200:
-        raise RuntimeError(f"pyscheduler is not deployed in {kubeconfig}: ConfigMap "
-                                f"{SCHEDULER_NAMESPACE}/py-scheduler-config: HTTP {status}")
+        raise RuntimeError(
+            f"pyscheduler is not deployed in {kubeconfig}: ConfigMap "
+            f"{SCHEDULER_NAMESPACE}/py-scheduler-config: HTTP {status}"
+        )
     kube.profiles = _profiles(yaml.safe_load(cm["data"]["config.yaml"]))
     if not _wait(kube.lease_holder, 60):
         raise RuntimeError(f"no pyscheduler replica holds the lease {SCHEDULER_NAMESPACE}/py-scheduler")
@@ -324,6 +377,8 @@ def kube() -> Iterator[Kube]:
 def ns(kube: Kube) -> Iterator[str]:
     """A fresh namespace, deleted afterwards (without waiting)."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
-    kube.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube.api(
+        "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
     yield name
     kube.request("DELETE", f"/api/v1/namespaces/{name}")

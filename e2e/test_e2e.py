@@ -36,10 +36,14 @@ GPU_LABEL = "scheduler.pyscheduler.io/filter"
 WORKER_AFFINITY: Doc = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                {"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"},
-            ]}],
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                        {"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"},
+                    ]
+                }
+            ],
         },
     },
 }
@@ -50,8 +54,14 @@ def example(path: str) -> Doc:
     return doc
 
 
-def deployment(ns: str, path: str = "deployment.yaml", *, name: str | None = None, replicas: int | None = None,
-               affinity: Doc | None = None) -> Doc:
+def deployment(
+    ns: str,
+    path: str = "deployment.yaml",
+    *,
+    name: str | None = None,
+    replicas: int | None = None,
+    affinity: Doc | None = None,
+) -> Doc:
     d = copy.deepcopy(example(path))
     if name:
         d["metadata"]["name"] = name
@@ -91,7 +101,10 @@ def placed_by_pyscheduler(kube: Kube, ns: str, pods: list[Doc]) -> None:
         assert e["reportingController"] == "py-scheduler", e
         pod = next((p for p in pods if p["metadata"]["name"] == e["regarding"]["name"]), None)
         if pod is not None:
-            assert e["note"] == f"Successfully assigned {ns}/{pod['metadata']['name']} to {pod['spec']['nodeName']}"
+            assert (
+                e["note"]
+                == f"Successfully assigned {ns}/{pod['metadata']['name']} to {pod['spec']['nodeName']}"
+            )
 
 
 def matches(node: Doc, expressions: list[Doc]) -> bool:
@@ -112,23 +125,30 @@ def test_example_deployment_of_10_runs_on_nodes_satisfying_its_affinity(kube: Ku
     d = deployment(ns, affinity=WORKER_AFFINITY)
     assert d["spec"]["replicas"] == 10 and d["spec"]["template"]["spec"]["schedulerName"] == "py-scheduler"
     selector = apply_deployment(kube, ns, d)
-    pods = kube.eventually(lambda: running(kube, ns, selector, 10), ns, "10 pods Running",
-                           timeout=RUNNING_TIMEOUT)
+    pods = kube.eventually(
+        lambda: running(kube, ns, selector, 10), ns, "10 pods Running", timeout=RUNNING_TIMEOUT
+    )
     nodes = kube.nodes()
-    terms = WORKER_AFFINITY["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms = WORKER_AFFINITY["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
     for p in pods:
         node = nodes.get(p["spec"]["nodeName"])
         assert node is not None, f"{p['metadata']['name']} on {p['spec']['nodeName']}, not a worker"
         assert matches(node, terms[0]["matchExpressions"])
     if len(nodes) > 1:
-        assert len({p["spec"]["nodeName"] for p in pods}) > 1, "10 small pods are spread, not piled on one node"
+        assert len({p["spec"]["nodeName"] for p in pods}) > 1, (
+            "10 small pods are spread, not piled on one node"
+        )
     placed_by_pyscheduler(kube, ns, pods)
 
 
 def test_label_match_workload_lands_only_on_matching_nodes(kube: Kube, ns: str) -> None:
     if LABEL_MATCH_PROFILE not in kube.profiles:
-        pytest.skip(f"the deployed configuration has no {LABEL_MATCH_PROFILE} profile "
-                    "(LabelMatch not registered, or manifests/examples/label-match/configmap.yaml not applied)")
+        pytest.skip(
+            f"the deployed configuration has no {LABEL_MATCH_PROFILE} profile "
+            "(LabelMatch not registered, or manifests/examples/label-match/configmap.yaml not applied)"
+        )
     gpu = kube.gpu_nodes()
     if not gpu:
         pytest.skip(f"no schedulable node is labelled {GPU_LABEL}=gpu")
@@ -138,8 +158,12 @@ def test_label_match_workload_lands_only_on_matching_nodes(kube: Kube, ns: str) 
     assert template["metadata"]["labels"][GPU_LABEL] == "gpu"
     selector = apply_deployment(kube, ns, d)
     count = d["spec"]["replicas"]
-    pods = kube.eventually(lambda: running(kube, ns, selector, count), ns, f"{count} label-match pods Running",
-                           timeout=RUNNING_TIMEOUT)
+    pods = kube.eventually(
+        lambda: running(kube, ns, selector, count),
+        ns,
+        f"{count} label-match pods Running",
+        timeout=RUNNING_TIMEOUT,
+    )
     assert {p["spec"]["nodeName"] for p in pods} <= gpu, f"pods outside the labelled nodes {sorted(gpu)}"
     placed_by_pyscheduler(kube, ns, pods)
 
@@ -174,10 +198,12 @@ def test_scaling_down_to_3_and_up_to_8_reschedules(kube: Kube, ns: str) -> None:
     scale = f"/apis/apps/v1/namespaces/{ns}/deployments/scaled/scale"
 
     kube.merge_patch(scale, {"spec": {"replicas": 3}})
-    kept = kube.eventually(lambda: running(kube, ns, selector, 3), ns, "3 pods after scaling down",
-                           timeout=RUNNING_TIMEOUT)
+    kept = kube.eventually(
+        lambda: running(kube, ns, selector, 3), ns, "3 pods after scaling down", timeout=RUNNING_TIMEOUT
+    )
     kube.merge_patch(scale, {"spec": {"replicas": 8}})
-    pods = kube.eventually(lambda: running(kube, ns, selector, 8), ns, "8 pods Running after scaling up",
-                           timeout=RUNNING_TIMEOUT)
+    pods = kube.eventually(
+        lambda: running(kube, ns, selector, 8), ns, "8 pods Running after scaling up", timeout=RUNNING_TIMEOUT
+    )
     assert {p["metadata"]["uid"] for p in kept} < {p["metadata"]["uid"] for p in pods}
     placed_by_pyscheduler(kube, ns, pods)

@@ -494,14 +494,18 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
     -n NS --context C``. Only the read-only commands; ``run`` and the dev commands stay ``pyscheduler``'s."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print(f"usage: kubectl pyscheduler {{{','.join(KUBECTL_COMMANDS)}}} ...\n\n"
-              "  explain POD [-n NAMESPACE] [--context CONTEXT] [--kubeconfig FILE] [--config FILE]\n"
-              "      why the pod is pending, or why it is on its node\n"
-              "  plugins\n      the registered plugins and their extension points")
+        print(
+            f"usage: kubectl pyscheduler {{{','.join(KUBECTL_COMMANDS)}}} ...\n\n"
+            "  explain POD [-n NAMESPACE] [--context CONTEXT] [--kubeconfig FILE] [--config FILE]\n"
+            "      why the pod is pending, or why it is on its node\n"
+            "  plugins\n      the registered plugins and their extension points"
+        )
         return 0
     if args[0] not in KUBECTL_COMMANDS:
-        print(f"kubectl pyscheduler: unknown command {args[0]!r} (have: {', '.join(KUBECTL_COMMANDS)})",
-              file=sys.stderr)
+        print(
+            f"kubectl pyscheduler: unknown command {args[0]!r} (have: {', '.join(KUBECTL_COMMANDS)})",
+            file=sys.stderr,
+        )
         return 2
     return main(args)
 

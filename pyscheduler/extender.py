@@ -126,7 +126,14 @@ def _stamp(seconds: float) -> str:
     return rfc3339(seconds) if seconds == int(seconds) else rfc3339_micro(seconds)
 
 
-_BINARY_SUFFIXES = (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+_BINARY_SUFFIXES = (
+    ("Ei", 1 << 60),
+    ("Pi", 1 << 50),
+    ("Ti", 1 << 40),
+    ("Gi", 1 << 30),
+    ("Mi", 1 << 20),
+    ("Ki", 1 << 10),
+)
 
 
 def format_bytes(n: int) -> str:
@@ -471,7 +478,9 @@ class HTTPExtender:
             for name in c.requests.scalar
         )
 
-    def filter(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
+    def filter(
+        self, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
         """(nodes kept, failed node -> reason, failed-and-unresolvable node -> reason)."""
         verb = self.config.filter_verb
         if not verb:
@@ -506,8 +515,15 @@ class HTTPExtender:
             kept.append(ni)
         # kube: FailedAndUnresolvableNodes takes precedence over FailedNodes for a node in both.
         failed = {k: v for k, v in failed.items() if k not in unresolvable}
-        log.debug("extender filter", extender=self.name, pod=pod.key, nodes=len(nodes), kept=len(kept),
-                  failed=len(failed), unresolvable=len(unresolvable))
+        log.debug(
+            "extender filter",
+            extender=self.name,
+            pod=pod.key,
+            nodes=len(nodes),
+            kept=len(kept),
+            failed=len(failed),
+            unresolvable=len(unresolvable),
+        )
         return kept, failed, unresolvable
 
     def _result_names(self, res: Mapping[str, Any]) -> list[str] | None:
@@ -547,7 +563,9 @@ class HTTPExtender:
                 raise _Shape(f"expected a HostPriorityList (a list of {{Host, Score}}), got {_describe(raw)}")
             for item in raw:
                 if not isinstance(item, dict):
-                    raise _Shape(f"HostPriorityList items must be {{Host, Score}} objects, got {_describe(item)}")
+                    raise _Shape(
+                        f"HostPriorityList items must be {{Host, Score}} objects, got {_describe(item)}"
+                    )
                 hp = _fold(item)
                 host = hp.get("host")
                 if not isinstance(host, str):
@@ -567,7 +585,9 @@ class HTTPExtender:
             raw = self._send(verb, orjson.dumps(args))
             if raw is not None and not isinstance(raw, dict):
                 raise ExtenderError(
-                    self.name, verb, f"unexpected response: expected an ExtenderBindingResult, got {_describe(raw)}"
+                    self.name,
+                    verb,
+                    f"unexpected response: expected an ExtenderBindingResult, got {_describe(raw)}",
                 )
             try:
                 err = _error_field(_fold(raw or {}))
@@ -617,7 +637,9 @@ class HTTPExtender:
                 raise _Shape(f"NodeNameToMetaVictims must be an object, got {_describe(result)}")
             for node_name, mv in result.items():
                 if not isinstance(mv, dict):
-                    raise _Shape(f"NodeNameToMetaVictims[{node_name!r}] must be an object, got {_describe(mv)}")
+                    raise _Shape(
+                        f"NodeNameToMetaVictims[{node_name!r}] must be an object, got {_describe(mv)}"
+                    )
                 mvf = _fold(mv)
                 ni = node_info(node_name)
                 if ni is None:
@@ -628,7 +650,8 @@ class HTTPExtender:
                     uid = _fold(mp).get("uid") if isinstance(mp, dict) else None
                     if uid not in on_node:
                         raise ExtenderError(
-                            self.name, verb,
+                            self.name,
+                            verb,
                             f"claims to preempt pod (UID: {uid}) on node: {node_name}, but the pod is not found "
                             "on that node",
                         )
@@ -668,13 +691,21 @@ class HTTPExtender:
         start = time.monotonic()
         try:
             resp = self._pool.request(
-                "POST", url, body=body, headers={"Content-Type": "application/json", "Accept": "application/json"},
-                timeout=urllib3.Timeout(total=self.timeout), retries=False, redirect=False, preload_content=True,
+                "POST",
+                url,
+                body=body,
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+                timeout=urllib3.Timeout(total=self.timeout),
+                retries=False,
+                redirect=False,
+                preload_content=True,
             )
         except urllib3.exceptions.NewConnectionError as e:  # before TimeoutError: urllib3 makes it a subclass
             raise ExtenderError(self.name, verb, f"cannot reach {url}: {_reason(e)}") from None
         except urllib3.exceptions.TimeoutError:
-            raise ExtenderError(self.name, verb, f"no answer from {url} within {self.timeout:g}s (timed out)") from None
+            raise ExtenderError(
+                self.name, verb, f"no answer from {url} within {self.timeout:g}s (timed out)"
+            ) from None
         except urllib3.exceptions.SSLError as e:
             raise ExtenderError(self.name, verb, f"TLS error talking to {url}: {_reason(e)}") from None
         except urllib3.exceptions.HTTPError as e:

@@ -502,7 +502,13 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------------ binding
     def _binding_cycle(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, result: ScheduleResult, start: float
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        result: ScheduleResult,
+        start: float,
     ) -> None:
         try:
             s = fwk.wait_on_permit(assumed)
@@ -571,7 +577,9 @@ class Scheduler:
         self.cache.forget_pod(assumed)  # False (nothing to forget) is logged by the cache
 
     # ------------------------------------------------------------------------------------ failures
-    def _on_fit_error(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, start: float) -> None:
+    def _on_fit_error(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, start: float
+    ) -> None:
         nominated = None
         pod = qpi.pod
         if fwk.has_post_filter_plugins() and fe.num_all_nodes > 0:

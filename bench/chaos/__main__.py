@@ -42,8 +42,13 @@ def config(ns: str, qps: int = 200) -> dict[str, Any]:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {
-            "leaderElect": True, "resourceLock": "leases", "resourceNamespace": ns, "resourceName": LEASE,
-            "leaseDuration": f"{LEASE_S}s", "renewDeadline": f"{RENEW_S}s", "retryPeriod": f"{RETRY_S}s",
+            "leaderElect": True,
+            "resourceLock": "leases",
+            "resourceNamespace": ns,
+            "resourceName": LEASE,
+            "leaseDuration": f"{LEASE_S}s",
+            "renewDeadline": f"{RENEW_S}s",
+            "retryPeriod": f"{RETRY_S}s",
         },
         "clientConnection": {"qps": qps, "burst": 2 * qps},
         "profiles": [{"schedulerName": SCHEDULER_NAME}],
@@ -55,8 +60,12 @@ class ProxyProcess:
 
     def __init__(self, cluster: LocalCluster) -> None:
         upstream = cluster.server.split("://", 1)[1]
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.chaos.proxy", "--upstream", upstream],
-                                     stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.chaos.proxy", "--upstream", upstream],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         assert self.proc.stdout is not None
         _, port, _, control = self.proc.stdout.readline().split()
         self.port, self.control = int(port), int(control)
@@ -87,7 +96,9 @@ class Ctx:
 
 
 def holder(ctx: Ctx) -> str:
-    status, out = ctx.cluster.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ctx.ns}/leases/{LEASE}")
+    status, out = ctx.cluster.request(
+        "GET", f"/apis/coordination.k8s.io/v1/namespaces/{ctx.ns}/leases/{LEASE}"
+    )
     return str(((out or {}).get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
 
 
@@ -121,6 +132,7 @@ def scheduled_after(s: SchedulerProcess, wall: float) -> list[str]:
 # ---------------------------------------------------------------------------------------- faults
 # Each takes the context and returns the monotonic time the fault ended.
 
+
 def f_none(ctx: Ctx) -> float:
     return time.monotonic()
 
@@ -150,7 +162,9 @@ def f_leader_stop(ctx: Ctx) -> float:
     name = old.env["POD_NAME"]
     os.killpg(old.proc.pid, signal.SIGSTOP)
     t = time.monotonic()
-    new = wait_for("the standby to take the lease", lambda: (h := holder(ctx)) and h != name and h, LEASE_S * 5)
+    new = wait_for(
+        "the standby to take the lease", lambda: (h := holder(ctx)) and h != name and h, LEASE_S * 5
+    )
     ctx.notes.append(f"lease moved to {new} {time.monotonic() - t:.1f}s after SIGSTOP")
     time.sleep(3)  # the new leader binds for a while before the old one wakes up
     wake = time.time()
@@ -161,8 +175,12 @@ def f_leader_stop(ctx: Ctx) -> float:
     if late:
         ctx.checker.violations.append(
             __import__("bench.chaos.checker", fromlist=["Violation"]).Violation(
-                "double-bind", name, f"bound {len(late)} pods after losing the lease", time.monotonic()))
-    ctx.notes.append(f"old leader {'exited ' + str(old.proc.poll()) if old.proc.poll() is not None else 'still running'}")
+                "double-bind", name, f"bound {len(late)} pods after losing the lease", time.monotonic()
+            )
+        )
+    ctx.notes.append(
+        f"old leader {'exited ' + str(old.proc.poll()) if old.proc.poll() is not None else 'still running'}"
+    )
     return time.monotonic() - (RETRY_S * 3 + 2) - 3
 
 
@@ -180,9 +198,16 @@ def f_etcd_compaction(ctx: Ctx) -> float:
     ctx.cluster.restart_apiserver(down_seconds=1)
     end = time.monotonic()
     time.sleep(5)
-    relists = sum(1 for s in ctx.scheds for ln in s.log_lines() if ln.get("event") == "resource version expired, relisting")
-    ctx.notes.append(f"compacted at revision {rev}; 410 Gone seen by the checker on {sum(ctx.checker.gone.values())} "
-                     f"watches, by the scheduler's reflectors {relists} times (each relisted)")
+    relists = sum(
+        1
+        for s in ctx.scheds
+        for ln in s.log_lines()
+        if ln.get("event") == "resource version expired, relisting"
+    )
+    ctx.notes.append(
+        f"compacted at revision {rev}; 410 Gone seen by the checker on {sum(ctx.checker.gone.values())} "
+        f"watches, by the scheduler's reflectors {relists} times (each relisted)"
+    )
     return end
 
 
@@ -245,8 +270,9 @@ def p99(values: list[float]) -> float:
     return v[min(len(v) - 1, int(0.99 * len(v)))]
 
 
-def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, rate: float,
-                 soak: bool = False) -> dict[str, Any]:
+def run_scenario(
+    cluster: LocalCluster, name: str, minutes: float, nodes: int, rate: float, soak: bool = False
+) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
@@ -254,9 +280,13 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
     wl.setup()
     proxy = ProxyProcess(cluster) if name in VIA_PROXY else None
     scheds = [
-        SchedulerProcess(proxy.kubeconfig if proxy else cluster.kubeconfig, config(ns, THROTTLED.get(name, 200)),
-                         leader_elect=replicas > 1,
-                         env={"POD_NAME": f"{name}-{i}"}, name=f"chaos-{i}")
+        SchedulerProcess(
+            proxy.kubeconfig if proxy else cluster.kubeconfig,
+            config(ns, THROTTLED.get(name, 200)),
+            leader_elect=replicas > 1,
+            env={"POD_NAME": f"{name}-{i}"},
+            name=f"chaos-{i}",
+        )
         for i in range(replicas)
     ]
     ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy)
@@ -272,12 +302,18 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
                 start = time.monotonic()
                 time.sleep(max(0.0, t0 + 60 * (minute + 1) - time.monotonic()))
                 with checker.lock:
-                    lat = [r.bind_times[0] - r.created for r in checker.pods.values()
-                           if r.bind_times and r.bind_times[0] >= start]
+                    lat = [
+                        r.bind_times[0] - r.created
+                        for r in checker.pods.values()
+                        if r.bind_times and r.bind_times[0] >= start
+                    ]
                 st = proc_stats(scheds[0].proc.pid) if scheds[0].proc else {}
-                print(f"soak minute {minute + 1}: rss {st.get('rss_kib', 0) / 1024:.0f} MiB, threads "
-                      f"{st.get('threads')}, fds {st.get('fds')}, binds {len(lat)}, p99 create->bind "
-                      f"{p99(lat):.2f}s, pending {checker.pending_count()}", flush=True)
+                print(
+                    f"soak minute {minute + 1}: rss {st.get('rss_kib', 0) / 1024:.0f} MiB, threads "
+                    f"{st.get('threads')}, fds {st.get('fds')}, binds {len(lat)}, p99 create->bind "
+                    f"{p99(lat):.2f}s, pending {checker.pending_count()}",
+                    flush=True,
+                )
         else:
             time.sleep(duration / 3)
             fault_start = time.monotonic()
@@ -288,7 +324,9 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
         end = time.monotonic() + 30
         while time.monotonic() < end:
             with checker.lock:
-                waiting = [r for r in checker.pods.values() if not r.deleted and not r.binds and r.attempted is None]
+                waiting = [
+                    r for r in checker.pods.values() if not r.deleted and not r.binds and r.attempted is None
+                ]
             if not waiting:
                 break
             time.sleep(1)
@@ -308,9 +346,14 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
         wl.teardown()
     summary = checker.summary()
     result: dict[str, Any] = {
-        "scenario": name, **summary, "recovery_s": None if recovery is None else round(recovery, 2),
-        "seconds": round(time.monotonic() - t0, 1), "notes": ctx.notes, "actions": wl.actions,
-        "workload_errors": len(wl.errors), "watch_410": dict(checker.gone),
+        "scenario": name,
+        **summary,
+        "recovery_s": None if recovery is None else round(recovery, 2),
+        "seconds": round(time.monotonic() - t0, 1),
+        "notes": ctx.notes,
+        "actions": wl.actions,
+        "workload_errors": len(wl.errors),
+        "watch_410": dict(checker.gone),
         "pending_reasons": checker.pending_reasons(),
         "violations": [v.__dict__ for v in checker.violations[:20]],
     }
@@ -320,8 +363,11 @@ def run_scenario(cluster: LocalCluster, name: str, minutes: float, nodes: int, r
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.chaos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="repeatable; default all")
     ap.add_argument("--minutes", type=float, default=1.0, help="workload minutes per scenario (default 1)")
     ap.add_argument("--nodes", type=int, default=50, help="initial KWOK nodes per scenario (default 50)")
@@ -335,10 +381,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             r = run_scenario(cluster, name, args.minutes, args.nodes, args.rate, soak=args.soak)
             results.append(r)
-            print(f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
-                  f"lost {r['lost']}, overcommitted "
-                  f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
-                  f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}", flush=True)
+            print(
+                f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
+                f"lost {r['lost']}, overcommitted "
+                f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
+                f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
+                flush=True,
+            )
             for msg, n in list(r["pending_reasons"].items())[:3]:
                 print(f"  pending {n}: {msg}", flush=True)
             for v in r["violations"][:5]:
@@ -349,7 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     over = sum(r["overcommitted"] for r in results)
     double = sum(r["double_binds"] for r in results)
     pods = sum(r["pods"] for r in results)
-    print(f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}")
+    print(
+        f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}"
+    )
     misfits = sum(r["misfits"] for r in results)
     return 1 if lost or over or double or misfits else 0
 

@@ -121,12 +121,15 @@ def misfit(pod: JSON, node: JSON) -> str | None:
     for k, v in (spec.get("nodeSelector") or {}).items():
         if labels.get(k) != v:
             return f"nodeSelector {k}={v}"
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if terms and not any(
         all(_match_expr(e, labels) for e in t.get("matchExpressions") or [])
-        and all(_match_expr(e, {"metadata.name": node["metadata"]["name"]}) for e in t.get("matchFields") or [])
+        and all(
+            _match_expr(e, {"metadata.name": node["metadata"]["name"]}) for e in t.get("matchFields") or []
+        )
         for t in terms
     ):
         return "required node affinity"
@@ -158,7 +161,9 @@ class Violation:
 class Checker:
     """Watches pods, nodes and events in the namespaces it is given (pods) and cluster-wide (nodes)."""
 
-    def __init__(self, server: str, token: str, ca_file: str, namespace: str, lost_after: float = 40.0) -> None:
+    def __init__(
+        self, server: str, token: str, ca_file: str, namespace: str, lost_after: float = 40.0
+    ) -> None:
         self.server = server.rstrip("/")
         self.token = token
         self.ctx = ssl.create_default_context(cafile=ca_file)
@@ -187,8 +192,9 @@ class Checker:
 
     def _stream(self, path: str, rv: str) -> Iterator[JSON]:
         sep = "&" if "?" in path else "?"
-        with self._get(f"{path}{sep}watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=60",
-                       timeout=90) as r:
+        with self._get(
+            f"{path}{sep}watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=60", timeout=90
+        ) as r:
             for line in r:
                 if self._stop.is_set():
                     return
@@ -233,7 +239,9 @@ class Checker:
             "events": f"/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DFailedScheduling",
         }
         for kind, path in watches.items():
-            t = threading.Thread(target=self._run_watch, args=(kind, path), name=f"checker-{kind}", daemon=True)
+            t = threading.Thread(
+                target=self._run_watch, args=(kind, path), name=f"checker-{kind}", daemon=True
+            )
             t.start()
             self._threads.append(t)
         t = threading.Thread(target=self._lost_loop, name="checker-lost", daemon=True)
@@ -294,13 +302,18 @@ class Checker:
         rec = self.pods.get(uid)
         if rec is None:
             rec = self.pods[uid] = PodRecord(
-                key=f"{meta['namespace']}/{meta['name']}", created=time.monotonic(), requests=pod_requests(spec)
+                key=f"{meta['namespace']}/{meta['name']}",
+                created=time.monotonic(),
+                requests=pod_requests(spec),
             )
         rec.last = p
         rec.terminal = status.get("phase") in ("Succeeded", "Failed")
         if meta.get("deletionTimestamp"):
             rec.deleted = rec.deleted or False  # still holds its node until DELETED, as the scheduler's cache
-        if any(c.get("type") == "PodScheduled" for c in status.get("conditions") or []) and rec.attempted is None:
+        if (
+            any(c.get("type") == "PodScheduled" for c in status.get("conditions") or [])
+            and rec.attempted is None
+        ):
             rec.attempted = time.monotonic()
         node = spec.get("nodeName") or ""
         if not node or (rec.binds and rec.binds[-1] == node):
@@ -352,7 +365,9 @@ class Checker:
                 if final or now - rec.created > self.lost_after:
                     self._lost_reported.add(uid)
                     self.violations.append(
-                        Violation("lost", rec.key, f"pending {now - rec.created:.0f}s without an attempt", now)
+                        Violation(
+                            "lost", rec.key, f"pending {now - rec.created:.0f}s without an attempt", now
+                        )
                     )
 
     # ------------------------------------------------------------------ figures
@@ -373,8 +388,14 @@ class Checker:
                 if r.deleted or r.binds:
                     continue
                 conds = (r.last.get("status") or {}).get("conditions") or []
-                msg = next((str(c.get("message") or c.get("reason")) for c in conds if c.get("type") == "PodScheduled"),
-                           "no PodScheduled condition")
+                msg = next(
+                    (
+                        str(c.get("message") or c.get("reason"))
+                        for c in conds
+                        if c.get("type") == "PodScheduled"
+                    ),
+                    "no PodScheduled condition",
+                )
                 msg = msg[:90]
                 out[msg] = out.get(msg, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))

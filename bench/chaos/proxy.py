@@ -89,7 +89,9 @@ async def amain(args: argparse.Namespace) -> None:
     p = Proxy(host, int(port))
     srv = await asyncio.start_server(p.client, "127.0.0.1", args.listen)
     ctl = await asyncio.start_server(p.control, "127.0.0.1", 0)
-    print(f"listening {srv.sockets[0].getsockname()[1]} control {ctl.sockets[0].getsockname()[1]}", flush=True)
+    print(
+        f"listening {srv.sockets[0].getsockname()[1]} control {ctl.sockets[0].getsockname()[1]}", flush=True
+    )
     await asyncio.gather(srv.serve_forever(), ctl.serve_forever())
 
 

@@ -27,8 +27,12 @@ def ensure_priority_classes(cluster: LocalCluster) -> None:
         cluster.api(
             "POST",
             "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-             "value": 1000 * (i + 1)},
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": 1000 * (i + 1),
+            },
             ok=(200, 201, 409),
         )
 
@@ -40,7 +44,9 @@ def pod_spec(rng: random.Random, pool: str) -> dict[str, Any]:
         "priorityClassName": rng.choice(PRIORITIES),
         "nodeSelector": {"chaos-pool": pool},
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+        "containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}
+        ],
     }
 
 
@@ -63,23 +69,42 @@ class Workload:
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
         c = self.cluster
-        c.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                              "metadata": {"name": self.ns}}, ok=(200, 201, 409))
+        c.api(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}},
+            ok=(200, 201, 409),
+        )
         ensure_priority_classes(c)
         self.add_nodes(self.initial_nodes)
         for name in self.deployments:
             spec = pod_spec(self.rng, self.pool)
             spec["priorityClassName"] = "chaos-mid"
-            c.api("POST", f"/apis/apps/v1/namespaces/{self.ns}/deployments", {
-                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
-            })
+            c.api(
+                "POST",
+                f"/apis/apps/v1/namespaces/{self.ns}/deployments",
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": 2,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+                    },
+                },
+            )
 
     def add_nodes(self, count: int) -> None:
         names = self.cluster.create_nodes(
-            count, prefix=f"{self.pool}", start=self.next_node, labels={"chaos-pool": self.pool}, zones=ZONES,
-            cpu="4", memory="16Gi", pods=30,
+            count,
+            prefix=f"{self.pool}",
+            start=self.next_node,
+            labels={"chaos-pool": self.pool},
+            zones=ZONES,
+            cpu="4",
+            memory="16Gi",
+            pods=30,
         )
         self.next_node += count
         self.node_names.extend(names)
@@ -91,21 +116,43 @@ class Workload:
         if extra == "anti":
             group = f"g{self.rng.randrange(4)}"
             labels = {"group": group}
-            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"group": group}}, "topologyKey": "kubernetes.io/hostname"}]}}
+            spec["affinity"] = {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"group": group}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            }
         elif extra == "spread":
             labels = {"spread": "s"}
-            spec["topologySpreadConstraints"] = [{
-                "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"spread": "s"}}}]
+            spec["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"spread": "s"}},
+                }
+            ]
         self.n_pods += 1
-        self._api("POST", f"/api/v1/namespaces/{self.ns}/pods", {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p-{self.n_pods}", "labels": labels}, "spec": spec})
+        self._api(
+            "POST",
+            f"/api/v1/namespaces/{self.ns}/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p-{self.n_pods}", "labels": labels},
+                "spec": spec,
+            },
+        )
 
     def _api(self, method: str, path: str, body: Any = None) -> Any:
         if method == "PATCH_MERGE":
-            status, out = self.cluster.request("PATCH", path, body, content_type="application/merge-patch+json")
+            status, out = self.cluster.request(
+                "PATCH", path, body, content_type="application/merge-patch+json"
+            )
         else:
             status, out = self.cluster.request(method, path, body)
         if status not in (200, 201, 202, 404, 409):
@@ -114,8 +161,12 @@ class Workload:
 
     def _pods(self, pending: bool) -> list[str]:
         sel = "spec.nodeName%3D" if pending else "spec.nodeName%21%3D"
-        out = self._api("GET", f"/api/v1/namespaces/{self.ns}/pods?fieldSelector={sel}&labelSelector=chaos%3Dbare")
-        return [p["metadata"]["name"] for p in (out or {}).get("items") or []] if isinstance(out, dict) else []
+        out = self._api(
+            "GET", f"/api/v1/namespaces/{self.ns}/pods?fieldSelector={sel}&labelSelector=chaos%3Dbare"
+        )
+        return (
+            [p["metadata"]["name"] for p in (out or {}).get("items") or []] if isinstance(out, dict) else []
+        )
 
     def tick(self) -> None:
         r = self.rng.random()
@@ -124,27 +175,36 @@ class Workload:
             act = "create-pod"
         elif r < 0.65:
             name = self.rng.choice(self.deployments)
-            self._api("PATCH_MERGE", f"/apis/apps/v1/namespaces/{self.ns}/deployments/{name}/scale",
-                      {"spec": {"replicas": self.rng.randrange(0, 12)}})
+            self._api(
+                "PATCH_MERGE",
+                f"/apis/apps/v1/namespaces/{self.ns}/deployments/{name}/scale",
+                {"spec": {"replicas": self.rng.randrange(0, 12)}},
+            )
             act = "scale-deployment"
         elif r < 0.75:
             pending = self._pods(pending=True)
             if pending:
-                self._api("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(pending)}"
-                          "?gracePeriodSeconds=0")
+                self._api(
+                    "DELETE",
+                    f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(pending)}?gracePeriodSeconds=0",
+                )
             act = "delete-pending-pod"
         elif r < 0.88:
             bound = self._pods(pending=False)
             if bound:
-                self._api("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(bound)}"
-                          "?gracePeriodSeconds=0")
+                self._api(
+                    "DELETE",
+                    f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(bound)}?gracePeriodSeconds=0",
+                )
             act = "delete-bound-pod"
         elif r < 0.93:
             self.add_nodes(1)
             act = "add-node"
         elif r < 0.97 and len(self.node_names) > 2:
             name = self.rng.choice(self.node_names)
-            self._api("PATCH_MERGE", f"/api/v1/nodes/{name}", {"spec": {"unschedulable": self.rng.random() < 0.7}})
+            self._api(
+                "PATCH_MERGE", f"/api/v1/nodes/{name}", {"spec": {"unschedulable": self.rng.random() < 0.7}}
+            )
             act = "cordon-node"
         elif len(self.node_names) > 2:
             name = self.node_names.pop(self.rng.randrange(len(self.node_names)))

@@ -35,10 +35,17 @@ def say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def run_workload(tc: course.TestCase, wl: course.Workload, ops: list[dict[str, Any]], scheduler: str,
-                 args: argparse.Namespace) -> dict[str, Any]:
+def run_workload(
+    tc: course.TestCase,
+    wl: course.Workload,
+    ops: list[dict[str, Any]],
+    scheduler: str,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     cluster = LocalCluster(
-        with_kwok=False, with_controller_manager=False, name="upstream",
+        with_kwok=False,
+        with_controller_manager=False,
+        name="upstream",
         apiserver_args=["--max-requests-inflight=3000", "--max-mutating-requests-inflight=3000"],
     )
     cluster.start()
@@ -49,8 +56,9 @@ def run_workload(tc: course.TestCase, wl: course.Workload, ops: list[dict[str, A
         sched.start()
         stats = ProcStats(sched.pid)
         cpu0 = stats.cpu_seconds()
-        ex = Executor(endpoint, tc.folder, tc.default_pod_template, SCHEDULER_NAME, timeout=args.timeout,
-                      say=say)
+        ex = Executor(
+            endpoint, tc.folder, tc.default_pod_template, SCHEDULER_NAME, timeout=args.timeout, say=say
+        )
         try:
             res = ex.run(ops)
         except OpError as e:
@@ -85,9 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__.split("\n\n")[0])
     p.add_argument("--test-case", default="", help="comma-separated test case names (default: all)")
     p.add_argument("--workload", default="", help="comma-separated workload names (default: all)")
-    p.add_argument("--label", default="", help="upstream label filter, e.g. performance or integration-test,-short")
+    p.add_argument(
+        "--label", default="", help="upstream label filter, e.g. performance or integration-test,-short"
+    )
     p.add_argument("--schedulers", default=",".join(SCHEDULERS))
-    p.add_argument("--list", action="store_true", help="list the selected workloads and why any would be skipped")
+    p.add_argument(
+        "--list", action="store_true", help="list the selected workloads and why any would be skipped"
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
     p.add_argument("--py-log-level", default="info")
     p.add_argument("--out", type=Path, default=RESULTS)
@@ -111,16 +123,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.list:
         for tc, wl, _ops, reasons in plan:
             thr = threshold_of(wl)
-            say(f"{tc.name}/{wl.name}  labels={','.join(sorted(tc.labels | wl.labels)) or '-'}"
-                f"{f'  threshold={thr:g}' if thr else ''}{'  SKIP: ' + '; '.join(reasons) if reasons else ''}")
+            say(
+                f"{tc.name}/{wl.name}  labels={','.join(sorted(tc.labels | wl.labels)) or '-'}"
+                f"{f'  threshold={thr:g}' if thr else ''}{'  SKIP: ' + '; '.join(reasons) if reasons else ''}"
+            )
         runnable = sum(1 for *_, r in plan if not r)
         say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
         return 0
 
     results: list[dict[str, Any]] = []
     for tc, wl, ops, reasons in plan:
-        entry: dict[str, Any] = {"test_case": tc.name, "workload": wl.name, "threshold": threshold_of(wl),
-                                 "labels": sorted(tc.labels | wl.labels)}
+        entry: dict[str, Any] = {
+            "test_case": tc.name,
+            "workload": wl.name,
+            "threshold": threshold_of(wl),
+            "labels": sorted(tc.labels | wl.labels),
+        }
         if reasons:
             entry["skipped"] = reasons
             say(f"{tc.name}/{wl.name}: skipped: {'; '.join(reasons)}")
@@ -134,9 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "error" in r:
                 say(f"  {s}: ERROR {r['error'][:300]}")
             else:
-                say(f"  {s}: {r['throughput_average']:.1f} pods/s average, {r['pods']} pods, "
+                say(
+                    f"  {s}: {r['throughput_average']:.1f} pods/s average, {r['pods']} pods, "
                     f"{r['cpu_ms_per_pod']:.2f} ms CPU/pod, workload {r['seconds']:.1f}s "
-                    f"(with cluster {time.monotonic() - t0:.0f}s)")
+                    f"(with cluster {time.monotonic() - t0:.0f}s)"
+                )
         results.append(entry)
 
     say("")
@@ -153,15 +173,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"{name:<58}{thr if thr else '-':>10}{k:>9.1f}{q:>9.1f}{ratio:>9.2f}")
     a.out.mkdir(parents=True, exist_ok=True)
     out = a.out / f"upstream-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d-%H%M')}.json"
-    out.write_text(json.dumps({"date": dt.datetime.now(dt.UTC).isoformat(), "git": git_info(),
-                               "machine": machine_info(), "version": course.pinned_version(),
-                               "results": results}, indent=1, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "date": dt.datetime.now(dt.UTC).isoformat(),
+                "git": git_info(),
+                "machine": machine_info(),
+                "version": course.pinned_version(),
+                "results": results,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     say(f"results: {out}")
     ran = [e for e in results if "skipped" not in e]
-    below = [e for e in ran if e["threshold"] and PY in e
-             and not e[PY].get("throughput_average", 0) >= e["threshold"]]
-    say(f"upstream course: {len(ran)} run, {len(results) - len(ran)} skipped; pyscheduler below upstream's "
-        f"threshold on {len(below)}")
+    below = [
+        e
+        for e in ran
+        if e["threshold"] and PY in e and not e[PY].get("throughput_average", 0) >= e["threshold"]
+    ]
+    say(
+        f"upstream course: {len(ran)} run, {len(results) - len(ran)} skipped; pyscheduler below upstream's "
+        f"threshold on {len(below)}"
+    )
     return 0
 
 

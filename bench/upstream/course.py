@@ -54,7 +54,9 @@ def module_cache() -> Path:
     if env:
         return Path(env)
     try:
-        out = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, timeout=30, check=True)
+        out = subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, timeout=30, check=True
+        )
         if out.stdout.strip():
             return Path(out.stdout.strip())
     except (OSError, subprocess.SubprocessError):
@@ -65,7 +67,14 @@ def module_cache() -> Path:
 def course_dir(version: str | None = None) -> Path:
     """``test/integration/scheduler_perf`` of the pinned k8s.io/kubernetes in the module cache (downloaded
     there by ``make controlplane``)."""
-    d = module_cache() / "k8s.io" / f"kubernetes@{version or pinned_version()}" / "test" / "integration" / "scheduler_perf"
+    d = (
+        module_cache()
+        / "k8s.io"
+        / f"kubernetes@{version or pinned_version()}"
+        / "test"
+        / "integration"
+        / "scheduler_perf"
+    )
     if not d.is_dir():
         raise CourseError(f"{d} not found: run `make controlplane` first (it downloads the pinned modules)")
     return d
@@ -159,7 +168,10 @@ def _fill(value: Any, params: Mapping[str, Any], where: str) -> Any:
 def operations(tc: TestCase, wl: Workload) -> list[dict[str, Any]]:
     """The test case's operations with the workload's parameters filled in (``countParam: $n`` becomes
     ``count: <n>``, likewise every ``*Param``)."""
-    return [_fill(op, wl.params, f"{tc.name}/{wl.name}.workloadTemplate[{i}]") for i, op in enumerate(tc.workload_template)]
+    return [
+        _fill(op, wl.params, f"{tc.name}/{wl.name}.workloadTemplate[{i}]")
+        for i, op in enumerate(tc.workload_template)
+    ]
 
 
 def label_matches(labels: Iterable[str], wanted: Sequence[str]) -> bool:

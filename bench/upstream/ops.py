@@ -241,10 +241,18 @@ class Executor:
                     {"name": d, "nodeID": n["metadata"]["name"], "topologyKeys": None, "allocatable": v}
                     for d, v in (alloc.get("csiNodeAllocatable") or {}).items()
                 ]
-                ann = {"storage.alpha.kubernetes.io/migrated-plugins": ",".join(alloc.get("migratedPlugins") or [])}
+                ann = {
+                    "storage.alpha.kubernetes.io/migrated-plugins": ",".join(
+                        alloc.get("migratedPlugins") or []
+                    )
+                }
                 csinodes.append(
-                    {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
-                     "metadata": {"name": n["metadata"]["name"], "annotations": ann}, "spec": {"drivers": drivers}}
+                    {
+                        "apiVersion": "storage.k8s.io/v1",
+                        "kind": "CSINode",
+                        "metadata": {"name": n["metadata"]["name"], "annotations": ann},
+                        "spec": {"drivers": drivers},
+                    }
                 )
         self._post("/api/v1/nodes", nodes)
         if csinodes:
@@ -269,7 +277,9 @@ class Executor:
             ns = f"namespace-{self.namespace_seq}"
             self.namespace_seq += 1
         self._ensure_namespace(ns)
-        pods = self._objects(self._template(op.get("podTemplatePath") or self.default_pod_template), count, f"p{i}")
+        pods = self._objects(
+            self._template(op.get("podTemplatePath") or self.default_pod_template), count, f"p{i}"
+        )
         for p in pods:
             p["metadata"]["namespace"] = ns
             p.setdefault("spec", {})["schedulerName"] = self.scheduler_name
@@ -282,7 +292,9 @@ class Executor:
         self._post(f"/api/v1/namespaces/{ns}/pods", pods)
         if not op.get("skipWaitToCompletion"):
             bound = self.watch.bound
-            self._wait(lambda: all(k in bound for k in keys), f"{count} pods of op {i} in {ns} to be scheduled")
+            self._wait(
+                lambda: all(k in bound for k in keys), f"{count} pods of op {i} in {ns} to be scheduled"
+            )
         if window is not None:
             window.end = time.monotonic()
 
@@ -325,7 +337,11 @@ class Executor:
         ns = op["namespace"]
         selector = op.get("labelSelector") or {}
         labels = self.watch.labels
-        keys = [k for k in self.pods.get(ns, ()) if all(labels.get(k, {}).get(a) == b for a, b in selector.items())]
+        keys = [
+            k
+            for k in self.pods.get(ns, ())
+            if all(labels.get(k, {}).get(a) == b for a, b in selector.items())
+        ]
         rate = int(op.get("deletePodsPerSecond") or 0)
         t0 = time.monotonic()
         for n, (pns, name) in enumerate(keys):
@@ -333,7 +349,9 @@ class Executor:
                 delay = t0 + n / rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            self.conn.json("DELETE", f"/api/v1/namespaces/{pns}/pods/{name}?gracePeriodSeconds=0", ok=(200, 404))
+            self.conn.json(
+                "DELETE", f"/api/v1/namespaces/{pns}/pods/{name}?gracePeriodSeconds=0", ok=(200, 404)
+            )
         if not op.get("skipWaitToCompletion"):
             deleted = self.watch.deleted
             self._wait(lambda: all(k in deleted for k in keys), f"{len(keys)} pods of {ns} to be deleted")
@@ -343,8 +361,12 @@ class Executor:
 
     def start_metrics(self, op: Mapping[str, Any], i: int) -> None:
         self.windows.append(
-            Window(op.get("name") or f"op{i}", frozenset(op.get("namespaces") or ()), op.get("labelSelector") or {},
-                   time.monotonic())
+            Window(
+                op.get("name") or f"op{i}",
+                frozenset(op.get("namespaces") or ()),
+                op.get("labelSelector") or {},
+                time.monotonic(),
+            )
         )
 
     def stop_metrics(self, op: Mapping[str, Any], i: int) -> None:
@@ -374,8 +396,11 @@ class Executor:
             for w in self.windows:
                 if w.end is None:
                     w.end = time.monotonic()
-            return Result(time.monotonic() - t0, [self._window_figures(w) for w in self.windows],
-                          sum(len(v) for v in self.pods.values()))
+            return Result(
+                time.monotonic() - t0,
+                [self._window_figures(w) for w in self.windows],
+                sum(len(v) for v in self.pods.values()),
+            )
         finally:
             self.watch.stop()
             self.conn.close()
@@ -384,11 +409,18 @@ class Executor:
         assert w.end is not None
         end = w.end
         binds = [
-            t for k, t in self.watch.bound.items() if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
+            t
+            for k, t in self.watch.bound.items()
+            if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
         ]
         samples = throughput_samples(binds)
-        return {"name": w.name, "seconds": end - w.start, "scheduled": len(binds), "samples": samples,
-                "average": statistics.fmean(samples) if samples else float("nan")}
+        return {
+            "name": w.name,
+            "seconds": end - w.start,
+            "scheduled": len(binds),
+            "samples": samples,
+            "average": statistics.fmean(samples) if samples else float("nan"),
+        }
 
 
 def _seconds(value: Any) -> float:

@@ -155,7 +155,9 @@ class EventRecorder:
                 if warn:
                     self._last_drop_warning = now
             if warn:  # at most one warning per 10 s; the count says how many were lost
-                log.warning("event queue full, dropping events", pod=pod.key, reason=reason, dropped=self.dropped)
+                log.warning(
+                    "event queue full, dropping events", pod=pod.key, reason=reason, dropped=self.dropped
+                )
             return False
         return True
 

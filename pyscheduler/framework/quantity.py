@@ -26,9 +26,7 @@ _BIN_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DIGITS = frozenset("0123456789")
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 
-ERR_FORMAT = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
+ERR_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 ERR_SUFFIX = "unable to parse quantity's suffix"
 ERR_NUMERIC = "unable to parse numeric part of quantity"
 

@@ -905,4 +905,3 @@ class FitError(Exception):
         if d.post_filter_msg:  # already ends with a period
             msg += f" {d.post_filter_msg}"
         return msg
-

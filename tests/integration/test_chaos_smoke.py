@@ -24,19 +24,42 @@ def test_scheduler_sigkill_loses_nothing_overcommits_nothing(cluster: LocalClust
 
 @pytest.mark.cluster
 def test_checker_reports_an_overcommit_and_a_misfit_it_did_not_cause(cluster: LocalCluster, ns: str) -> None:
-    node = cluster.create_nodes(1, prefix=f"{ns}-full", cpu="1", memory="1Gi",
-                                taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])[0]
+    node = cluster.create_nodes(
+        1,
+        prefix=f"{ns}-full",
+        cpu="1",
+        memory="1Gi",
+        taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
+    )[0]
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     try:
         for i in range(2):
-            cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"big-{i}"},
-                "spec": {"schedulerName": "nobody", "tolerations": [{"key": "k", "operator": "Exists"}] if i == 0
-                         else [],
-                         "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "600m"}}}]}})
-            cluster.api("POST", f"/api/v1/namespaces/{ns}/pods/big-{i}/binding", {
-                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": f"big-{i}"},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+            cluster.api(
+                "POST",
+                f"/api/v1/namespaces/{ns}/pods",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"big-{i}"},
+                    "spec": {
+                        "schedulerName": "nobody",
+                        "tolerations": [{"key": "k", "operator": "Exists"}] if i == 0 else [],
+                        "containers": [
+                            {"name": "c", "image": "x", "resources": {"requests": {"cpu": "600m"}}}
+                        ],
+                    },
+                },
+            )
+            cluster.api(
+                "POST",
+                f"/api/v1/namespaces/{ns}/pods/big-{i}/binding",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": f"big-{i}"},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                },
+            )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and checker.summary()["bound"] < 2:
             time.sleep(0.2)

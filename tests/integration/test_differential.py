@@ -39,8 +39,11 @@ def test_kube_scheduler_and_pyscheduler_agree_on_feasibility(tmp_path: Path) -> 
     assert not report.errors, "\n".join(s.error for s in report.errors)
     assert [s.name for s in report.scenarios] == list(SUBSET)
     assert report.n == sum(by_name()[n].placements() for n in SUBSET)
-    disagreeing = [f"{p.scenario}/{p.pod}: kube={p.kube.describe()} py={p.py.describe()}"
-                   for p in report.all_pods() if not p.feasibility]
+    disagreeing = [
+        f"{p.scenario}/{p.pod}: kube={p.kube.describe()} py={p.py.describe()}"
+        for p in report.all_pods()
+        if not p.feasibility
+    ]
     assert report.feasibility == report.n, "\n".join(disagreeing + lines)
     # Both sides preempted in preempt-basic: the same victim, on the same node.
     p1 = next(p for p in report.all_pods() if p.scenario == "preempt-basic" and p.pod == "p1")
@@ -48,7 +51,9 @@ def test_kube_scheduler_and_pyscheduler_agree_on_feasibility(tmp_path: Path) -> 
     assert p1.kube.node == p1.py.node == "n1"
 
     summary = report.summary_lines()
-    assert summary[0] == f"agreement: feasibility {report.n}/{report.n}, placement {report.placement}/{report.n}"
+    assert (
+        summary[0] == f"agreement: feasibility {report.n}/{report.n}, placement {report.placement}/{report.n}"
+    )
     assert summary[1].startswith("messages: ")
     out = json.loads(write_report(report, tmp_path / "r.json").read_text())
     assert out["summary"]["pods"] == report.n
@@ -57,18 +62,31 @@ def test_kube_scheduler_and_pyscheduler_agree_on_feasibility(tmp_path: Path) -> 
 
 def test_kube_scheduler_scores_are_read_from_the_last_scoring_cycle_of_each_pod() -> None:
     def line(pod: str, plugin: str, node: str, score: int) -> str:
-        return (f'I1122 05:00:00.000000 1 schedule_one.go:982] "Plugin scored node for pod" pod="{pod}" '
-                f'plugin="{plugin}" node="{node}" score={score}')
+        return (
+            f'I1122 05:00:00.000000 1 schedule_one.go:982] "Plugin scored node for pod" pod="{pod}" '
+            f'plugin="{plugin}" node="{node}" score={score}'
+        )
 
     def final(pod: str, node: str, score: int) -> str:
-        return f'I1122 05:00:00.000000 1 schedule_one.go:1050] "Calculated node\'s final score for pod" ' \
+        return (
+            f'I1122 05:00:00.000000 1 schedule_one.go:1050] "Calculated node\'s final score for pod" '
             f'pod="{pod}" node="{node}" score={score}'
+        )
 
-    log = "\n".join([
-        line("ns/a", "TaintToleration", "n1", 300), line("ns/a", "NodeResourcesFit", "n1", 10),
-        line("ns/a", "TaintToleration", "n2", 0), final("ns/a", "n1", 310), final("ns/a", "n2", 0),
-        line("ns/b", "ImageLocality", "n1", 7),
-        # a second cycle for ns/a (retried after a failure) replaces the first
-        line("ns/a", "TaintToleration", "n2", 300), final("ns/a", "n2", 300),
-    ])
-    assert parse_kube_scores(log) == {"ns/a": {"n2": {"TaintToleration": 300}}, "ns/b": {"n1": {"ImageLocality": 7}}}
+    log = "\n".join(
+        [
+            line("ns/a", "TaintToleration", "n1", 300),
+            line("ns/a", "NodeResourcesFit", "n1", 10),
+            line("ns/a", "TaintToleration", "n2", 0),
+            final("ns/a", "n1", 310),
+            final("ns/a", "n2", 0),
+            line("ns/b", "ImageLocality", "n1", 7),
+            # a second cycle for ns/a (retried after a failure) replaces the first
+            line("ns/a", "TaintToleration", "n2", 300),
+            final("ns/a", "n2", 300),
+        ]
+    )
+    assert parse_kube_scores(log) == {
+        "ns/a": {"n2": {"TaintToleration": 300}},
+        "ns/b": {"n1": {"ImageLocality": 7}},
+    }

@@ -49,8 +49,11 @@ TRAFFIC_WARNING = "prometheus query failed; scoring without NetworkTraffic"
 
 
 def _config(profiles: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-            "profiles": profiles}
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": profiles,
+    }
 
 
 # ------------------------------------------------------------------------------------------ fixtures
@@ -92,36 +95,50 @@ def prometheus_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def daemon(
-    cluster: LocalCluster, webhook: Any, prometheus_port: int
-) -> Iterator[SchedulerProcess]:
-    config = _config([
-        {
-            "schedulerName": LABEL_MATCH,
-            "plugins": {"filter": {"enabled": [{"name": "LabelMatch"}]},
-                        "postFilter": {"enabled": [{"name": "LabelMatch"}]}},
-        },
-        {
-            # VolumeBinding would reject the unbound claim in PreFilter; here VolumeReady is the gate.
-            "schedulerName": VOLUME_READY,
-            "plugins": {"preBind": {"enabled": [{"name": "VolumeReady"}]},
-                        "multiPoint": {"disabled": [{"name": "VolumeBinding"}]}},
-        },
-        {
-            "schedulerName": NOTIFY,
-            "plugins": {"postBind": {"enabled": [{"name": "BindingNotifier"}]}},
-            "pluginConfig": [{"name": "BindingNotifier", "args": {"webhookURL": webhook.url, "timeoutSeconds": 2}}],
-        },
-        {
-            "schedulerName": NETWORK,
-            "plugins": {"preScore": {"enabled": [{"name": "NetworkTraffic"}]},
-                        "score": {"enabled": [{"name": "NetworkTraffic", "weight": 5}]}},
-            "pluginConfig": [{"name": "NetworkTraffic", "args": {
-                "prometheusAddress": f"http://127.0.0.1:{prometheus_port}", "timeoutSeconds": 1,
-                "cacheSeconds": 1,
-            }}],
-        },
-    ])
+def daemon(cluster: LocalCluster, webhook: Any, prometheus_port: int) -> Iterator[SchedulerProcess]:
+    config = _config(
+        [
+            {
+                "schedulerName": LABEL_MATCH,
+                "plugins": {
+                    "filter": {"enabled": [{"name": "LabelMatch"}]},
+                    "postFilter": {"enabled": [{"name": "LabelMatch"}]},
+                },
+            },
+            {
+                # VolumeBinding would reject the unbound claim in PreFilter; here VolumeReady is the gate.
+                "schedulerName": VOLUME_READY,
+                "plugins": {
+                    "preBind": {"enabled": [{"name": "VolumeReady"}]},
+                    "multiPoint": {"disabled": [{"name": "VolumeBinding"}]},
+                },
+            },
+            {
+                "schedulerName": NOTIFY,
+                "plugins": {"postBind": {"enabled": [{"name": "BindingNotifier"}]}},
+                "pluginConfig": [
+                    {"name": "BindingNotifier", "args": {"webhookURL": webhook.url, "timeoutSeconds": 2}}
+                ],
+            },
+            {
+                "schedulerName": NETWORK,
+                "plugins": {
+                    "preScore": {"enabled": [{"name": "NetworkTraffic"}]},
+                    "score": {"enabled": [{"name": "NetworkTraffic", "weight": 5}]},
+                },
+                "pluginConfig": [
+                    {
+                        "name": "NetworkTraffic",
+                        "args": {
+                            "prometheusAddress": f"http://127.0.0.1:{prometheus_port}",
+                            "timeoutSeconds": 1,
+                            "cacheSeconds": 1,
+                        },
+                    }
+                ],
+            },
+        ]
+    )
     with SchedulerProcess(cluster.kubeconfig, config, name="examples") as d:
         yield d
         assert d.alive(), f"the daemon died during the tests:\n{d.log_tail()}"
@@ -129,11 +146,22 @@ def daemon(
 
 @pytest.fixture(scope="module")
 def gang_daemon(cluster: LocalCluster) -> Iterator[SchedulerProcess]:
-    config = _config([{
-        "schedulerName": GANG,
-        "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}},
-        "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": GANG_TIMEOUT}}],
-    }])
+    config = _config(
+        [
+            {
+                "schedulerName": GANG,
+                "plugins": {
+                    "multiPoint": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "PrioritySort"}],
+                    }
+                },
+                "pluginConfig": [
+                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": GANG_TIMEOUT}}
+                ],
+            }
+        ]
+    )
     with SchedulerProcess(cluster.kubeconfig, config, name="gang") as d:
         yield d
         assert d.alive(), f"the gang daemon died during the tests:\n{d.log_tail()}"
@@ -178,8 +206,11 @@ def test_label_match_places_labelled_pods_only_on_matching_nodes(
     for i in range(4):
         create(cluster, pod(ns, f"g{i}", LABEL_MATCH).label(DEFAULT_LABEL, gpu).json())
     create(cluster, pod(ns, "free", LABEL_MATCH).json())
-    eventually(lambda: len(bound(cluster, ns)) == 5 and all(bound(cluster, ns).values()), timeout=20,
-               what="labelled and unlabelled pods bound")
+    eventually(
+        lambda: len(bound(cluster, ns)) == 5 and all(bound(cluster, ns).values()),
+        timeout=20,
+        what="labelled and unlabelled pods bound",
+    )
     placed = bound(cluster, ns)
     assert {placed[f"g{i}"] for i in range(4)} <= set(gpu_nodes), placed
     assert placed["free"] in (*gpu_nodes, plain)
@@ -187,14 +218,21 @@ def test_label_match_places_labelled_pods_only_on_matching_nodes(
     # A value no node has: pending, and the event says why and what to do.
     tpu = f"{ns}-tpu"
     create(cluster, pod(ns, "lost", LABEL_MATCH).label(DEFAULT_LABEL, tpu).json())
-    note = failed_note(cluster, ns, "lost", f"3 node(s) didn't have label {DEFAULT_LABEL}={tpu}",
-                       f"no node has label {DEFAULT_LABEL}={tpu}; label a node or remove the label from the pod")
+    note = failed_note(
+        cluster,
+        ns,
+        "lost",
+        f"3 node(s) didn't have label {DEFAULT_LABEL}={tpu}",
+        f"no node has label {DEFAULT_LABEL}={tpu}; label a node or remove the label from the pod",
+    )
     assert note.startswith("0/")
     assert node_of(cluster, ns, "lost") == ""
 
     # Labelling a node with the value lets the pod in (LabelMatch's queueing hint on node updates).
     merge_patch(cluster, f"/api/v1/nodes/{plain}", {"metadata": {"labels": {DEFAULT_LABEL: tpu}}})
-    eventually(lambda: node_of(cluster, ns, "lost") == plain, timeout=20, what="pending pod placed after relabel")
+    eventually(
+        lambda: node_of(cluster, ns, "lost") == plain, timeout=20, what="pending pod placed after relabel"
+    )
 
 
 # ------------------------------------------------------------------------------------------ VolumeReady
@@ -205,26 +243,51 @@ def test_volume_ready_holds_a_pod_until_its_claim_is_bound(
 ) -> None:
     (node,) = cluster.create_nodes(1, prefix=f"{ns}-n", labels={"pool": ns})
     pv_name = f"{ns}-pv"
-    cluster.api("POST", "/api/v1/persistentvolumes", {
-        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
-        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                 "hostPath": {"path": f"/tmp/{pv_name}"},
-                 "claimRef": {"namespace": ns, "name": "data"}},
-    })
+    cluster.api(
+        "POST",
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "hostPath": {"path": f"/tmp/{pv_name}"},
+                "claimRef": {"namespace": ns, "name": "data"},
+            },
+        },
+    )
     try:
         # Pre-bound to the PV, but no PV controller runs here: the claim stays Pending until patched.
-        cluster.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": ns},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                     "storageClassName": "", "volumeName": pv_name},
-        })
+        cluster.api(
+            "POST",
+            f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data", "namespace": ns},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": "",
+                    "volumeName": pv_name,
+                },
+            },
+        )
         create(cluster, pod(ns, "db", VOLUME_READY).pvc("data").json())
         failed_note(cluster, ns, "db", 'persistentvolumeclaim "data" is not bound (phase Pending)')
         assert node_of(cluster, ns, "db") == ""
 
-        merge_patch(cluster, f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data/status",
-                    {"status": {"phase": "Bound"}})
-        eventually(lambda: node_of(cluster, ns, "db") == node, timeout=20, what="pod bound once its claim is Bound")
+        merge_patch(
+            cluster,
+            f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data/status",
+            {"status": {"phase": "Bound"}},
+        )
+        eventually(
+            lambda: node_of(cluster, ns, "db") == node, timeout=20, what="pod bound once its claim is Bound"
+        )
     finally:
         cluster.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
 
@@ -240,7 +303,9 @@ def test_binding_notifier_posts_each_binding(
     eventually(lambda: node_of(cluster, ns, "told") == node, timeout=20)
 
     def received() -> dict[str, Any] | None:
-        return next((r for r in webhook.received if r.get("namespace") == ns and r.get("pod") == "told"), None)
+        return next(
+            (r for r in webhook.received if r.get("namespace") == ns and r.get("pod") == "told"), None
+        )
 
     got = eventually(received, timeout=10, what="webhook notified")
     assert got is not None
@@ -255,8 +320,10 @@ def test_binding_notifier_posts_each_binding(
 
 
 def _exporter(series: dict[str, float]) -> http.server.ThreadingHTTPServer:
-    lines = ["# HELP node_network_transmit_bytes_total Network device statistic transmit_bytes.",
-             "# TYPE node_network_transmit_bytes_total counter"]
+    lines = [
+        "# HELP node_network_transmit_bytes_total Network device statistic transmit_bytes.",
+        "# TYPE node_network_transmit_bytes_total counter",
+    ]
     for node, value in series.items():
         lines.append(f'node_network_transmit_bytes_total{{device="eth0",instance="{node}"}} {value:g}')
         lines.append(f'node_network_transmit_bytes_total{{device="lo",instance="{node}"}} 1e+18')  # not eth0
@@ -283,16 +350,24 @@ class _Prometheus:
         self.dir = Path(tempfile.mkdtemp(prefix="prometheus-"))
         cfg = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": "fake-nodes", "honor_labels": True,
-                                "static_configs": [{"targets": [target]}]}],
+            "scrape_configs": [
+                {"job_name": "fake-nodes", "honor_labels": True, "static_configs": [{"targets": [target]}]}
+            ],
         }
         (self.dir / "prometheus.yml").write_text(json.dumps(cfg))  # JSON is YAML
         self.address = f"http://127.0.0.1:{port}"
         self.log = open(self.dir / "prometheus.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                PROMETHEUS,
+                f"--config.file={self.dir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.dir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             preexec_fn=_set_pdeathsig,  # dies with the test process, whatever happens to it
         )
 
@@ -357,11 +432,15 @@ def test_network_traffic_prefers_the_quiet_node_and_survives_prometheus_going_aw
         prom.stop()
         time.sleep(1.5)  # past the plugin's cacheSeconds (1): the next cycle must ask Prometheus again
         create(cluster, pod(ns, "after", NETWORK).req(cpu="100m").json())
-        eventually(lambda: node_of(cluster, ns, "after") in (busy, quiet), timeout=20,
-                   what="pod scheduled without Prometheus")
+        eventually(
+            lambda: node_of(cluster, ns, "after") in (busy, quiet),
+            timeout=20,
+            what="pod scheduled without Prometheus",
+        )
         warning = eventually(
             lambda: next((line for line in daemon.log_lines() if line.get("event") == TRAFFIC_WARNING), None),
-            timeout=10, what="NetworkTraffic warning in the daemon log",
+            timeout=10,
+            what="NetworkTraffic warning in the daemon log",
         )
         assert warning is not None and warning["level"] == "warning"
         assert warning["prometheus"] == prom.address
@@ -375,8 +454,12 @@ def test_network_traffic_prefers_the_quiet_node_and_survives_prometheus_going_aw
 
 
 def member(ns: str, name: str, group: str, min_available: int) -> PodBuilder:
-    return (pod(ns, name, GANG).label("scheduling.x-k8s.io/pod-group", group)
-            .annotation("scheduling.x-k8s.io/min-available", str(min_available)).req(cpu="500m"))
+    return (
+        pod(ns, name, GANG)
+        .label("scheduling.x-k8s.io/pod-group", group)
+        .annotation("scheduling.x-k8s.io/min-available", str(min_available))
+        .req(cpu="500m")
+    )
 
 
 def test_coscheduling_binds_a_complete_gang(
@@ -391,8 +474,11 @@ def test_coscheduling_binds_a_complete_gang(
     # The last member arrives: it waits in Permit and pulls its siblings out of the unschedulable pool
     # (no cluster event would), so the gang binds together at once.
     create(cluster, member(ns, "m2", "trio", 3).json())
-    eventually(lambda: len(bound(cluster, ns)) == 3 and all(bound(cluster, ns).values()), timeout=20,
-               what="the whole gang bound")
+    eventually(
+        lambda: len(bound(cluster, ns)) == 3 and all(bound(cluster, ns).values()),
+        timeout=20,
+        what="the whole gang bound",
+    )
 
 
 def test_coscheduling_never_binds_a_gang_that_cannot_reach_min_available(
@@ -402,7 +488,9 @@ def test_coscheduling_never_binds_a_gang_that_cannot_reach_min_available(
     for i in range(3):
         create(cluster, member(ns, f"m{i}", "short", 4).json())
     for i in range(3):
-        note = failed_note(cluster, ns, f"m{i}", f'pod group "{ns}/short" has', "fewer than its min-available 4")
+        note = failed_note(
+            cluster, ns, f"m{i}", f'pod group "{ns}/short" has', "fewer than its min-available 4"
+        )
         assert note.startswith("0/")
     assert not any(bound(cluster, ns).values()), bound(cluster, ns)
 
@@ -414,7 +502,8 @@ def test_coscheduling_releases_a_waiting_member_when_its_gang_times_out(
     create(cluster, member(ns, "fits", "pair", 2).json())
     # The sibling can never fit (no node has the label), so "fits" waits in Permit until the timeout.
     create(cluster, member(ns, "stuck", "pair", 2).node_selector({"missing": "yes"}).json())
-    note = failed_note(cluster, ns, "fits",
-                       f"rejected due to timeout after waiting {GANG_TIMEOUT}s at plugin Coscheduling")
+    note = failed_note(
+        cluster, ns, "fits", f"rejected due to timeout after waiting {GANG_TIMEOUT}s at plugin Coscheduling"
+    )
     assert note
     assert bound(cluster, ns) == {"fits": "", "stuck": ""}

@@ -109,14 +109,64 @@ def _openssl(d: Path, *args: str) -> None:
 
 def make_certs(d: Path) -> Path:
     """A CA, a server certificate for 127.0.0.1 and a client certificate, with the openssl CLI."""
-    _openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=extender-ca")
-    for name, san, usage in (("server", "IP:127.0.0.1", "serverAuth"), ("client", "DNS:pyscheduler", "clientAuth")):
+    _openssl(
+        d,
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=extender-ca",
+    )
+    for name, san, usage in (
+        ("server", "IP:127.0.0.1", "serverAuth"),
+        ("client", "DNS:pyscheduler", "clientAuth"),
+    ):
         (d / f"{name}.cnf").write_text(f"[ext]\nsubjectAltName={san}\nextendedKeyUsage={usage}\n")
-        _openssl(d, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                 "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-        _openssl(d, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.cnf", "-extensions", "ext")
+        _openssl(
+            d,
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
+        _openssl(
+            d,
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            "-extfile",
+            f"{name}.cnf",
+            "-extensions",
+            "ext",
+        )
     return d
 
 
@@ -127,8 +177,16 @@ class Example:
         self.port = free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.log = d / f"example-{self.port}.log"
-        argv = [sys.executable, "-m", "examples.storage_health_extender.server", "--port", str(self.port),
-                "--state-file", str(state_file), *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "examples.storage_health_extender.server",
+            "--port",
+            str(self.port),
+            "--state-file",
+            str(state_file),
+            *extra,
+        ]
         with open(self.log, "wb") as f:
             self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
         self.ca = str(d / "ca.crt") if tls else None
@@ -182,8 +240,17 @@ def env(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     d = make_certs(tmp_path_factory.mktemp("extender"))
     e = Env(d)
     storage = Example(d, e.state_file, "--bind", f"--kubeconfig={cluster.kubeconfig}")
-    storage_tls = Example(d, e.state_file, "--tls-cert", str(d / "server.crt"), "--tls-key", str(d / "server.key"),
-                          "--tls-client-ca", str(d / "ca.crt"), tls=True)
+    storage_tls = Example(
+        d,
+        e.state_file,
+        "--tls-cert",
+        str(d / "server.crt"),
+        "--tls-key",
+        str(d / "server.key"),
+        "--tls-client-ca",
+        str(d / "ca.crt"),
+        tls=True,
+    )
     slow_gen = _run_scripted(Scripted(keep_all, delay=3.0))
     garbage_gen = _run_scripted(Scripted(lambda args: (200, b"<html>upstream hiccup</html>")))
     slow, garbage = next(slow_gen), next(garbage_gen)
@@ -197,15 +264,41 @@ def env(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": "py-scheduler"}],
         "extenders": [
-            {"urlPrefix": storage.url + "/", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 5,
-             "bindVerb": "bind", "managedResources": managed(STORAGE)},
-            {"urlPrefix": storage_tls.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 5,
-             "enableHTTPS": True, "nodeCacheCapable": True, "managedResources": managed(TLS),
-             "tlsConfig": {"caFile": str(d / "ca.crt"), "certFile": str(d / "client.crt"),
-                           "keyFile": str(d / "client.key")}},
-            {"urlPrefix": nobody, "filterVerb": "filter", "ignorable": True, "managedResources": managed(DOWN_IGNORABLE)},
+            {
+                "urlPrefix": storage.url + "/",
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 5,
+                "bindVerb": "bind",
+                "managedResources": managed(STORAGE),
+            },
+            {
+                "urlPrefix": storage_tls.url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 5,
+                "enableHTTPS": True,
+                "nodeCacheCapable": True,
+                "managedResources": managed(TLS),
+                "tlsConfig": {
+                    "caFile": str(d / "ca.crt"),
+                    "certFile": str(d / "client.crt"),
+                    "keyFile": str(d / "client.key"),
+                },
+            },
+            {
+                "urlPrefix": nobody,
+                "filterVerb": "filter",
+                "ignorable": True,
+                "managedResources": managed(DOWN_IGNORABLE),
+            },
             {"urlPrefix": nobody, "filterVerb": "filter", "managedResources": managed(DOWN)},
-            {"urlPrefix": slow.url, "filterVerb": "filter", "httpTimeout": "1s", "managedResources": managed(SLOW)},
+            {
+                "urlPrefix": slow.url,
+                "filterVerb": "filter",
+                "httpTimeout": "1s",
+                "managedResources": managed(SLOW),
+            },
             {"urlPrefix": garbage.url, "filterVerb": "filter", "managedResources": managed(GARBAGE)},
         ],
     }
@@ -213,8 +306,15 @@ def env(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         storage.wait_ready()
         storage_tls.wait_ready()
         with SchedulerProcess(cluster.kubeconfig, config, name="pyscheduler-extender") as daemon:
-            yield {"env": e, "daemon": daemon, "storage": storage, "storage_tls": storage_tls, "slow": slow,
-                   "garbage": garbage, "nobody": nobody}
+            yield {
+                "env": e,
+                "daemon": daemon,
+                "storage": storage,
+                "storage_tls": storage_tls,
+                "slow": slow,
+                "garbage": garbage,
+                "nobody": nobody,
+            }
             assert daemon.alive(), f"the daemon died during the tests:\n{daemon.log_tail()}"
     finally:
         storage.stop()
@@ -224,12 +324,19 @@ def env(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def pool(cluster: LocalCluster, ns: str, count: int) -> list[str]:
-    return cluster.create_nodes(count, prefix=f"{ns}-n", labels={"pool": ns}, cpu="4", memory="16Gi",
-                                extra_resources=ALL_RESOURCES)
+    return cluster.create_nodes(
+        count, prefix=f"{ns}-n", labels={"pool": ns}, cpu="4", memory="16Gi", extra_resources=ALL_RESOURCES
+    )
 
 
 def pod(ns: str, name: str, resource: str) -> PodBuilder:
-    return make_pod(name, ns).scheduler("py-scheduler").node_selector({"pool": ns}).req(cpu="500m").res({resource: 1}, limits=True)
+    return (
+        make_pod(name, ns)
+        .scheduler("py-scheduler")
+        .node_selector({"pool": ns})
+        .req(cpu="500m")
+        .res({resource: 1}, limits=True)
+    )
 
 
 def placement(cluster: LocalCluster, ns: str) -> dict[str, str]:
@@ -244,7 +351,10 @@ def all_bound(cluster: LocalCluster, ns: str, n: int) -> dict[str, str]:
 
 def failed_note(cluster: LocalCluster, ns: str, name: str, text: str) -> str:
     def find() -> str:
-        return next((str(e["note"]) for e in events_for(cluster, ns, name, "FailedScheduling") if text in e["note"]), "")
+        return next(
+            (str(e["note"]) for e in events_for(cluster, ns, name, "FailedScheduling") if text in e["note"]),
+            "",
+        )
 
     return eventually(find, timeout=20, what=f"a FailedScheduling event with {text!r}")
 
@@ -283,7 +393,9 @@ def test_when_every_node_is_down_the_event_gives_the_extenders_reason(
     assert get_pod(cluster, ns, "stuck")["spec"].get("nodeName") is None
 
 
-def test_weight_makes_the_extenders_preferred_node_win(cluster: LocalCluster, ns: str, env: dict[str, Any]) -> None:
+def test_weight_makes_the_extenders_preferred_node_win(
+    cluster: LocalCluster, ns: str, env: dict[str, Any]
+) -> None:
     nodes = pool(cluster, ns, 3)
     env["env"].set_state({nodes[0]: "degraded", nodes[1]: "degraded"})
     for i in range(4):
@@ -305,13 +417,17 @@ def test_https_extender_with_private_ca_and_client_certificate(
     assert env["storage_tls"].get("/state")["calls"]["filter"] >= 3
 
 
-def test_an_unreachable_ignorable_extender_is_skipped(cluster: LocalCluster, ns: str, env: dict[str, Any]) -> None:
+def test_an_unreachable_ignorable_extender_is_skipped(
+    cluster: LocalCluster, ns: str, env: dict[str, Any]
+) -> None:
     pool(cluster, ns, 1)
     create(cluster, pod(ns, "p", DOWN_IGNORABLE).json())
     eventually(lambda: all_bound(cluster, ns, 1), timeout=20, what="the pod bound despite the extender")
     logs = env["daemon"].log_lines()
-    assert any(rec.get("event") == "skipping ignorable extender" and rec.get("extender") == env["nobody"]
-               for rec in logs)
+    assert any(
+        rec.get("event") == "skipping ignorable extender" and rec.get("extender") == env["nobody"]
+        for rec in logs
+    )
 
 
 def test_an_unreachable_extender_fails_the_cycle_and_the_pod_waits(
@@ -327,11 +443,16 @@ def test_an_unreachable_extender_fails_the_cycle_and_the_pod_waits(
     assert env["daemon"].alive()
 
 
-def test_a_slow_extender_times_out_after_http_timeout(cluster: LocalCluster, ns: str, env: dict[str, Any]) -> None:
+def test_a_slow_extender_times_out_after_http_timeout(
+    cluster: LocalCluster, ns: str, env: dict[str, Any]
+) -> None:
     pool(cluster, ns, 1)
     create(cluster, pod(ns, "p", SLOW).json())
     note = failed_note(cluster, ns, "p", "timed out")
-    assert note == f"extender {env['slow'].url}: filter: no answer from {env['slow'].url}/filter within 1s (timed out)"
+    assert (
+        note
+        == f"extender {env['slow'].url}: filter: no answer from {env['slow'].url}/filter within 1s (timed out)"
+    )
     # Had the 1 s timeout not applied, the slow answer (keep every node) would have scheduled it.
     assert get_pod(cluster, ns, "p")["spec"].get("nodeName") is None
     assert env["daemon"].alive()
@@ -344,7 +465,9 @@ def test_a_garbage_answer_is_a_clear_error_and_the_pod_is_retried(
     before = env["garbage"].calls
     create(cluster, pod(ns, "p", GARBAGE).json())
     note = failed_note(cluster, ns, "p", "invalid JSON")
-    assert note.startswith(f"extender {env['garbage'].url}: filter: invalid JSON from {env['garbage'].url}/filter")
+    assert note.startswith(
+        f"extender {env['garbage'].url}: filter: invalid JSON from {env['garbage'].url}/filter"
+    )
     assert "upstream hiccup" in note
     eventually(lambda: env["garbage"].calls - before >= 2, timeout=15, what="the pod retried after backoff")
     assert get_pod(cluster, ns, "p")["spec"].get("nodeName") is None
@@ -360,11 +483,23 @@ class KubeScheduler:
     def __init__(self, cluster: LocalCluster, d: Path, config: dict[str, Any]) -> None:
         self.port = free_port()
         cfg = d / f"kube-scheduler-{self.port}.json"
-        cfg.write_text(json.dumps({**config, "clientConnection": {"kubeconfig": str(cluster.kubeconfig)},
-                                   "leaderElection": {"leaderElect": False}}))
+        cfg.write_text(
+            json.dumps(
+                {
+                    **config,
+                    "clientConnection": {"kubeconfig": str(cluster.kubeconfig)},
+                    "leaderElection": {"leaderElect": False},
+                }
+            )
+        )
         self.log = d / f"kube-scheduler-{self.port}.log"
-        argv = [cluster.binary("kube-scheduler"), f"--config={cfg}", f"--secure-port={self.port}",
-                "--bind-address=127.0.0.1", "--v=2"]
+        argv = [
+            cluster.binary("kube-scheduler"),
+            f"--config={cfg}",
+            f"--secure-port={self.port}",
+            "--bind-address=127.0.0.1",
+            "--v=2",
+        ]
         with open(self.log, "wb") as f:
             self.proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -400,13 +535,25 @@ def test_the_example_extender_works_the_same_with_kube_scheduler(
     storage = env["storage"]
     nodes = pool(cluster, ns, 3)
     env["env"].set_state({nodes[0]: "down", nodes[1]: "degraded"})
-    ks = KubeScheduler(cluster, env["env"].dir, {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": "kube-with-extender"}],
-        "extenders": [{"urlPrefix": storage.url + "/", "filterVerb": "filter", "prioritizeVerb": "prioritize",
-                       "weight": 5, "bindVerb": "bind", "managedResources": [{"name": STORAGE}]}],
-    })
+    ks = KubeScheduler(
+        cluster,
+        env["env"].dir,
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "kube-with-extender"}],
+            "extenders": [
+                {
+                    "urlPrefix": storage.url + "/",
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "weight": 5,
+                    "bindVerb": "bind",
+                    "managedResources": [{"name": STORAGE}],
+                }
+            ],
+        },
+    )
     try:
         ks.wait_ready()
         before = storage.get("/state")["calls"]
@@ -419,4 +566,6 @@ def test_the_example_extender_works_the_same_with_kube_scheduler(
     for p in list_pods(cluster, ns):
         assert p["metadata"].get("annotations", {}).get(BOUND_BY) == "storage-health-extender"
     after = storage.get("/state")["calls"]
-    assert after["prioritize"] - before.get("prioritize", 0) >= 3 and after["bind"] - before.get("bind", 0) >= 3
+    assert (
+        after["prioritize"] - before.get("prioritize", 0) >= 3 and after["bind"] - before.get("bind", 0) >= 3
+    )

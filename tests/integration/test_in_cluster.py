@@ -67,8 +67,11 @@ def refusals(text: str) -> list[tuple[str, str, str]]:
 def forbidden_lines(text: str) -> list[str]:
     """Log lines with a 403, except the NamespaceLifecycle one (writing an event into a namespace a test
     just deleted is refused "because it is being terminated": not a permission)."""
-    return [ln for ln in text.splitlines()
-            if ("forbidden" in ln.lower() or "HTTP 403" in ln) and "because it is being terminated" not in ln]
+    return [
+        ln
+        for ln in text.splitlines()
+        if ("forbidden" in ln.lower() or "HTTP 403" in ln) and "because it is being terminated" not in ln
+    ]
 
 
 def assert_not_forbidden(daemon: SchedulerProcess) -> None:
@@ -76,8 +79,10 @@ def assert_not_forbidden(daemon: SchedulerProcess) -> None:
     lines = forbidden_lines(daemon.log_text())
     text = "\n".join(lines)
     if lines:
-        named = ", ".join(f"{verb} {resource}" + (f" ({group})" if group else "")
-                          for verb, resource, group in refusals(text))
+        named = ", ".join(
+            f"{verb} {resource}" + (f" ({group})" if group else "")
+            for verb, resource, group in refusals(text)
+        )
         raise AssertionError(
             f"the daemon was refused by RBAC: {named or 'see the lines below'}\n" + "\n".join(lines[:10])
         )
@@ -106,8 +111,15 @@ def rendered(cluster: LocalCluster) -> list[Doc]:
 def manifests(cluster: LocalCluster, rendered: list[Doc]) -> Iterator[list[Doc]]:
     """The base minus its Deployment, applied; deleted (namespace waited for) afterwards."""
     objs = [d for d in rendered if d["kind"] != "Deployment"]
-    assert {d["kind"] for d in objs} >= {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                         "Role", "RoleBinding", "ConfigMap"}
+    assert {d["kind"] for d in objs} >= {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+    }
     as_list = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
     _wait_namespace_gone(cluster)  # a previous module's copy may still be terminating
     try:
@@ -121,7 +133,9 @@ def manifests(cluster: LocalCluster, rendered: list[Doc]) -> Iterator[list[Doc]]
 
 
 def configmap_config(rendered: list[Doc]) -> Doc:
-    cm = next(d for d in rendered if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "py-scheduler-config")
+    cm = next(
+        d for d in rendered if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "py-scheduler-config"
+    )
     config: Doc = yaml.safe_load(cm["data"]["config.yaml"])
     return config
 
@@ -135,22 +149,35 @@ def service_account_dir(cluster: LocalCluster, directory: Path, namespace: str, 
     return directory
 
 
-def in_cluster_daemon(cluster: LocalCluster, config: Doc, sa_dir: Path, *, pod_name: str,
-                      leader_elect: bool) -> SchedulerProcess:
-    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cluster.port),
-           "POD_NAME": pod_name, "KUBECONFIG": ""}
-    return SchedulerProcess(None, config, leader_elect=leader_elect, env=env, name=pod_name,
-                            extra_args=("--in-cluster-dir", str(sa_dir)))
+def in_cluster_daemon(
+    cluster: LocalCluster, config: Doc, sa_dir: Path, *, pod_name: str, leader_elect: bool
+) -> SchedulerProcess:
+    env = {
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(cluster.port),
+        "POD_NAME": pod_name,
+        "KUBECONFIG": "",
+    }
+    return SchedulerProcess(
+        None,
+        config,
+        leader_elect=leader_elect,
+        env=env,
+        name=pod_name,
+        extra_args=("--in-cluster-dir", str(sa_dir)),
+    )
 
 
 @pytest.fixture(scope="module")
-def daemon(cluster: LocalCluster, manifests: list[Doc], rendered: list[Doc],
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
+def daemon(
+    cluster: LocalCluster, manifests: list[Doc], rendered: list[Doc], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SchedulerProcess]:
     config = configmap_config(rendered)
     assert config["leaderElection"]["leaderElect"] is True
     assert config["leaderElection"]["resourceNamespace"] == NAMESPACE
-    sa_dir = service_account_dir(cluster, tmp_path_factory.mktemp("sa") / "serviceaccount", NAMESPACE,
-                                 SERVICE_ACCOUNT)
+    sa_dir = service_account_dir(
+        cluster, tmp_path_factory.mktemp("sa") / "serviceaccount", NAMESPACE, SERVICE_ACCOUNT
+    )
     d = in_cluster_daemon(cluster, config, sa_dir, pod_name=POD_NAME, leader_elect=True)
     with d:
         yield d
@@ -168,6 +195,7 @@ def pod(ns: str, name: str, scheduler: str = "py-scheduler"):  # type: ignore[no
 
 def pod_scheduled(cluster: LocalCluster, ns: str, name: str, status: str) -> Doc:
     """The pod's PodScheduled condition, once it has the given status."""
+
     def get() -> Doc:
         cond = scheduled_condition(get_pod(cluster, ns, name))
         return cond if cond is not None and cond["status"] == status else {}
@@ -188,8 +216,11 @@ def lease_spec(cluster: LocalCluster) -> Doc:
 def test_daemon_runs_in_cluster_as_the_service_account_and_holds_the_lease(
     cluster: LocalCluster, daemon: SchedulerProcess
 ) -> None:
-    spec: Doc = eventually(lambda: lease_spec(cluster) if lease_spec(cluster).get("holderIdentity") else {},
-                           timeout=20, what="the lease held")
+    spec: Doc = eventually(
+        lambda: lease_spec(cluster) if lease_spec(cluster).get("holderIdentity") else {},
+        timeout=20,
+        what="the lease held",
+    )
     assert spec["holderIdentity"] == POD_NAME
     assert spec["leaseDurationSeconds"] == 15  # the ConfigMap's leaseDuration
     # the daemon's token is the ServiceAccount's, and no more: an admin-only call with it is refused
@@ -197,12 +228,16 @@ def test_daemon_runs_in_cluster_as_the_service_account_and_holds_the_lease(
     status, out = cluster.request("GET", "/api/v1/secrets", token=token)
     user = 'User "system:serviceaccount:py-scheduler:py-scheduler"'
     assert status == 403 and f'{user} cannot list resource "secrets"' in out["message"]
-    eventually(lambda: 'leader_election_master_status{name="py-scheduler"} 1.0' in daemon.metrics(),
-               what="the leader's metric")
+    eventually(
+        lambda: 'leader_election_master_status{name="py-scheduler"} 1.0' in daemon.metrics(),
+        what="the leader's metric",
+    )
     assert_not_forbidden(daemon)
 
 
-def test_schedules_pods_with_events_and_conditions(cluster: LocalCluster, ns: str, daemon: SchedulerProcess) -> None:
+def test_schedules_pods_with_events_and_conditions(
+    cluster: LocalCluster, ns: str, daemon: SchedulerProcess
+) -> None:
     nodes = pool(cluster, ns, 3, cpu="2", memory="4Gi")
     for i in range(10):
         create(cluster, pod(ns, f"web-{i}").req(cpu="100m", memory="64Mi").json())
@@ -219,7 +254,9 @@ def test_schedules_pods_with_events_and_conditions(cluster: LocalCluster, ns: st
     assert ev["reportingController"] == "py-scheduler"
     assert pod_scheduled(cluster, ns, "web-0", "True")  # written by the API server on binding
 
-    failed = eventually(lambda: events_for(cluster, ns, "too-big", "FailedScheduling"), what="FailedScheduling")
+    failed = eventually(
+        lambda: events_for(cluster, ns, "too-big", "FailedScheduling"), what="FailedScheduling"
+    )
     assert "3 Insufficient cpu" in failed[0]["note"]
     cond = pod_scheduled(cluster, ns, "too-big", "False")
     assert cond["reason"] == "Unschedulable"
@@ -234,8 +271,15 @@ def test_preempts_a_lower_priority_pod(cluster: LocalCluster, ns: str, daemon: S
     classes = [f"{ns}-low", f"{ns}-high"]
     try:
         for name, value in zip(classes, (10, 1000), strict=True):
-            create(cluster, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                             "metadata": {"name": name}, "value": value})
+            create(
+                cluster,
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+            )
         create(cluster, pod(ns, "low").req(cpu="800m").priority_class(classes[0]).json())
         eventually(lambda: node_of(cluster, ns, "low") == node, what="low-priority pod bound")
         low_uid = get_pod(cluster, ns, "low")["metadata"]["uid"]
@@ -264,24 +308,35 @@ def test_a_missing_permission_fails_naming_verb_and_resource(
     role["metadata"] = {"name": name}
     role["rules"] = rules
     binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": "nobind", "namespace": ns}],
     }
     scheduler = "py-scheduler-nobind"  # not the module daemon's profile: it must not bind these pods
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "profiles": [{"schedulerName": scheduler}]}
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": scheduler}],
+    }
     try:
         cluster.api("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
         cluster.api("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
-        cluster.api("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
-                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nobind"}})
+        cluster.api(
+            "POST",
+            f"/api/v1/namespaces/{ns}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nobind"}},
+        )
         sa_dir = service_account_dir(cluster, tmp_path / "serviceaccount", ns, "nobind")
         pool(cluster, ns, 1)
         with in_cluster_daemon(cluster, config, sa_dir, pod_name="nobind-0", leader_elect=False) as d:
             create(cluster, pod(ns, "unbindable", scheduler).json())
-            ev = eventually(lambda: events_for(cluster, ns, "unbindable", "FailedScheduling"), timeout=30,
-                            what="FailedScheduling for the refused binding")
+            ev = eventually(
+                lambda: events_for(cluster, ns, "unbindable", "FailedScheduling"),
+                timeout=30,
+                what="FailedScheduling for the refused binding",
+            )
             note = ev[0]["note"]
             user = f'User "system:serviceaccount:{ns}:nobind"'
             assert f'pods "unbindable" is forbidden: {user} cannot create resource "pods/binding"' in note
@@ -289,8 +344,13 @@ def test_a_missing_permission_fails_naming_verb_and_resource(
             assert cond["reason"] == "SchedulerError"
             assert 'cannot create resource "pods/binding"' in cond["message"]
             assert node_of(cluster, ns, "unbindable") == ""
-            eventually(lambda: 'cannot create resource \\"pods/binding\\"' in d.log_text()
-                       or 'cannot create resource "pods/binding"' in d.log_text(), what="the 403 in the log")
+            eventually(
+                lambda: (
+                    'cannot create resource \\"pods/binding\\"' in d.log_text()
+                    or 'cannot create resource "pods/binding"' in d.log_text()
+                ),
+                what="the 403 in the log",
+            )
 
             with pytest.raises(AssertionError) as failure:
                 assert_not_forbidden(d)

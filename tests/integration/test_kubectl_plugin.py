@@ -25,7 +25,9 @@ def kubectl(cluster, *args: str, kubeconfig: Path | None = None) -> subprocess.C
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "KUBECONFIG": str(kubeconfig or cluster.kubeconfig),
     }
-    return subprocess.run([cluster.binary("kubectl"), *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [cluster.binary("kubectl"), *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 @pytest.mark.cluster
@@ -36,11 +38,19 @@ def test_kubectl_pyscheduler_explain_uses_the_contexts_namespace(cluster, ns: st
     assert "kubectl-pyscheduler" in listed.stdout, listed.stdout + listed.stderr
 
     cluster.create_nodes(1, prefix=f"{ns}-small", labels={"pool": ns}, cpu="1")
-    create(cluster, make_pod("stuck", ns).scheduler("nobody-yet").node_selector({"pool": ns}).req(cpu="2").json())
+    create(
+        cluster, make_pod("stuck", ns).scheduler("nobody-yet").node_selector({"pool": ns}).req(cpu="2").json()
+    )
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1",
-                               "kind": "KubeSchedulerConfiguration",
-                               "profiles": [{"schedulerName": "nobody-yet"}]}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "nobody-yet"}],
+            }
+        )
+    )
     # a kubeconfig whose current context names the test's namespace: no -n needed, as with kubectl get
     kc = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     kc["contexts"][0]["context"]["namespace"] = ns
@@ -53,9 +63,12 @@ def test_kubectl_pyscheduler_explain_uses_the_contexts_namespace(cluster, ns: st
     assert "Insufficient cpu" in out.stdout
 
     # an explicit -n wins over the context's namespace; a context that does not exist is an error line
-    other = kubectl(cluster, "pyscheduler", "explain", "stuck", "-n", "default", "--config", str(cfg),
-                    kubeconfig=own)
-    assert other.returncode == 1 and "namespaces/default/pods/stuck" in other.stderr, other.stdout + other.stderr
+    other = kubectl(
+        cluster, "pyscheduler", "explain", "stuck", "-n", "default", "--config", str(cfg), kubeconfig=own
+    )
+    assert other.returncode == 1 and "namespaces/default/pods/stuck" in other.stderr, (
+        other.stdout + other.stderr
+    )
     bad = kubectl(cluster, "pyscheduler", "explain", "stuck", "--context", "nope", kubeconfig=own)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "nope" in bad.stderr
 

@@ -44,8 +44,13 @@ def config(ns: str, lease: int, renew: int, retry: int) -> dict[str, Any]:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {
-            "leaderElect": True, "resourceLock": "leases", "resourceNamespace": ns, "resourceName": LEASE,
-            "leaseDuration": f"{lease}s", "renewDeadline": f"{renew}s", "retryPeriod": f"{retry}s",
+            "leaderElect": True,
+            "resourceLock": "leases",
+            "resourceNamespace": ns,
+            "resourceName": LEASE,
+            "leaseDuration": f"{lease}s",
+            "renewDeadline": f"{renew}s",
+            "retryPeriod": f"{retry}s",
         },
         "clientConnection": {"qps": 200, "burst": 400},
         "profiles": [{"schedulerName": "py-scheduler"}],
@@ -53,7 +58,9 @@ def config(ns: str, lease: int, renew: int, retry: int) -> dict[str, Any]:
 
 
 def replica(cluster: LocalCluster, cfg: dict[str, Any], identity: str) -> SchedulerProcess:
-    return SchedulerProcess(cluster.kubeconfig, cfg, leader_elect=True, env={"POD_NAME": identity}, name=identity)
+    return SchedulerProcess(
+        cluster.kubeconfig, cfg, leader_elect=True, env={"POD_NAME": identity}, name=identity
+    )
 
 
 @contextlib.contextmanager
@@ -78,8 +85,7 @@ def holder(cluster: LocalCluster, ns: str) -> str:
     return str(lease_spec(cluster, ns).get("holderIdentity") or "")
 
 
-def leader_and_standby(cluster: LocalCluster, ns: str,
-                       procs: dict[str, SchedulerProcess]) -> tuple[str, str]:
+def leader_and_standby(cluster: LocalCluster, ns: str, procs: dict[str, SchedulerProcess]) -> tuple[str, str]:
     name = eventually(lambda: holder(cluster, ns), timeout=20, what="a replica holding the lease")
     assert name in procs, f"unexpected holder {name!r}"
     return name, next(n for n in procs if n != name)
@@ -118,11 +124,15 @@ class LeaseWatch:
     def __init__(self, cluster: LocalCluster, ns: str) -> None:
         out = cluster.api("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{LEASE}")
         rv = out["metadata"]["resourceVersion"]
-        url = (f"{cluster.server}/apis/coordination.k8s.io/v1/namespaces/{ns}/leases?watch=1"
-               f"&fieldSelector=metadata.name%3D{LEASE}&resourceVersion={rv}&timeoutSeconds=60")
+        url = (
+            f"{cluster.server}/apis/coordination.k8s.io/v1/namespaces/{ns}/leases?watch=1"
+            f"&fieldSelector=metadata.name%3D{LEASE}&resourceVersion={rv}&timeoutSeconds=60"
+        )
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
         self._resp = urllib.request.urlopen(req, timeout=70, context=cluster.ssl_context())
-        self.seen: list[tuple[float, str]] = [(time.monotonic(), str(out["spec"].get("holderIdentity") or ""))]
+        self.seen: list[tuple[float, str]] = [
+            (time.monotonic(), str(out["spec"].get("holderIdentity") or ""))
+        ]
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -154,8 +164,13 @@ def pool(cluster: LocalCluster, ns: str, count: int, **kw: Any) -> list[str]:
 
 
 def small_pod(ns: str, name: str) -> dict[str, Any]:
-    return make_pod(name, ns).scheduler("py-scheduler").node_selector({"pool": ns}).req(
-        cpu="50m", memory="64Mi").json()
+    return (
+        make_pod(name, ns)
+        .scheduler("py-scheduler")
+        .node_selector({"pool": ns})
+        .req(cpu="50m", memory="64Mi")
+        .json()
+    )
 
 
 # ------------------------------------------------------------------------------------------- tests
@@ -184,15 +199,23 @@ def test_kill_9_of_the_leader_mid_burst_standby_takes_over_within_the_lease_dura
         creators = ThreadPoolExecutor(max_workers=8)
         burst_start = time.monotonic()
         futures = [creators.submit(create_range, k) for k in range(8)]
-        eventually(lambda: bound_count(cluster, ns) >= kill_after, timeout=60, interval=0.05,
-                   what=f"{kill_after} pods bound by the first leader")
+        eventually(
+            lambda: bound_count(cluster, ns) >= kill_after,
+            timeout=60,
+            interval=0.05,
+            what=f"{kill_after} pods bound by the first leader",
+        )
         standby_before = scheduled_pods(standby)
         killed_at = time.monotonic()
         leader.kill()  # SIGKILL: no release, no last words
         bound_at_kill = bound_count(cluster, ns)
 
-        eventually(lambda: holder(cluster, ns) == standby_name, timeout=lease_duration + 10, interval=0.05,
-                   what="the standby holding the lease")
+        eventually(
+            lambda: holder(cluster, ns) == standby_name,
+            timeout=lease_duration + 10,
+            interval=0.05,
+            what="the standby holding the lease",
+        )
         takeover = time.monotonic() - killed_at
         for f in futures:
             f.result()
@@ -205,13 +228,19 @@ def test_kill_9_of_the_leader_mid_burst_standby_takes_over_within_the_lease_dura
         eventually(lambda: master_status(standby) == 1.0, timeout=5, what="leader_election_master_status 1")
         old_lines, new_lines = scheduled_pods(leader), scheduled_pods(standby)
         became = log_time(standby, "became leader")
-        late = [ln for ln in standby.log_lines() if ln.get("event") == "scheduled" and str(ln["timestamp"]) < str(became)]
+        late = [
+            ln
+            for ln in standby.log_lines()
+            if ln.get("event") == "scheduled" and str(ln["timestamp"]) < str(became)
+        ]
         conflicts = sum(1 for ln in standby.log_text().splitlines() if "binding" in ln and "HTTP 409" in ln)
 
-    print(f"\nburst of {pods}: {bound_at_kill} bound at kill, takeover {takeover:.2f}s after kill -9 "
-          f"(leaseDuration {lease_duration}s), all bound {burst:.1f}s after the burst began; "
-          f"scheduled by the old leader (logged) {len(old_lines)}, by the new one {len(new_lines)} "
-          f"(binding 409s: {conflicts})")
+    print(
+        f"\nburst of {pods}: {bound_at_kill} bound at kill, takeover {takeover:.2f}s after kill -9 "
+        f"(leaseDuration {lease_duration}s), all bound {burst:.1f}s after the burst began; "
+        f"scheduled by the old leader (logged) {len(old_lines)}, by the new one {len(new_lines)} "
+        f"(binding 409s: {conflicts})"
+    )
 
     # only the lease holder binds
     assert standby_before == [], "the standby bound pods while the other replica held the lease"
@@ -263,14 +292,20 @@ def test_both_replicas_are_healthy_and_sigterm_hands_the_lease_over_at_once(
             leader.proc.send_signal(signal.SIGTERM)
             rc = leader.proc.wait(30)
             exited = time.monotonic() - sent
-            eventually(lambda: watch.first(standby_name), timeout=10, interval=0.05,
-                       what="the standby holding the lease")
+            eventually(
+                lambda: watch.first(standby_name),
+                timeout=10,
+                interval=0.05,
+                what="the standby holding the lease",
+            )
         finally:
             watch.close()
         took_over = (watch.first(standby_name) or 0.0) - sent
 
-        print(f"\nSIGTERM: leader exited {exited:.2f}s later with {rc}; standby took over {took_over:.2f}s "
-              f"after the signal; holders seen: {watch.holders()}")
+        print(
+            f"\nSIGTERM: leader exited {exited:.2f}s later with {rc}; standby took over {took_over:.2f}s "
+            f"after the signal; holders seen: {watch.holders()}"
+        )
         assert rc == 0, leader.log_tail()
         assert exited < 10, f"the leader took {exited:.1f}s to exit"
         assert watch.holders() == [leader_name, "", standby_name], "the leader released the lease"
@@ -286,11 +321,22 @@ def test_both_replicas_are_healthy_and_sigterm_hands_the_lease_over_at_once(
 def test_a_standby_is_ready_and_reports_master_status_0(cluster: LocalCluster, ns: str) -> None:
     """One replica, while another identity (this test) holds the lease: a standby from start to end."""
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    cluster.api("POST", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", {
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": LEASE},
-        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 300, "renewTime": now,
-                 "acquireTime": now, "leaseTransitions": 0},
-    })
+    cluster.api(
+        "POST",
+        f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": LEASE},
+            "spec": {
+                "holderIdentity": "someone-else",
+                "leaseDurationSeconds": 300,
+                "renewTime": now,
+                "acquireTime": now,
+                "leaseTransitions": 0,
+            },
+        },
+    )
     with replica(cluster, config(ns, lease=15, renew=10, retry=1), "replica-s") as standby:
         assert http_status(standby, "/livez") == 200
         assert http_status(standby, "/readyz") == 200, "a standby with synced caches is ready"

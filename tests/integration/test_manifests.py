@@ -158,7 +158,6 @@ def explain_calls() -> set[tuple[str, str, str]]:
     return used | {(*_path_group_resource(path), "list") for path in paths}
 
 
-
 def eventually(fn: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -513,8 +512,9 @@ def test_apply_creates_the_objects(
         live = json.loads(cluster.kubectl(*args).stdout)
         assert live["metadata"]["name"] == d["metadata"]["name"]
     # The label-match example ConfigMap applies over the base's (same name and namespace).
-    out = cluster.kubectl("apply", "--dry-run=server", "-f", str(EXAMPLES / "label-match" / "configmap.yaml"),
-                          check=False)
+    out = cluster.kubectl(
+        "apply", "--dry-run=server", "-f", str(EXAMPLES / "label-match" / "configmap.yaml"), check=False
+    )
     assert out.returncode == 0, out.stderr
 
     # The ReplicaSet's pods pass admission: Pod Security "restricted" (enforced on the namespace) and the
@@ -548,14 +548,18 @@ def test_service_account_can_do_what_the_daemon_does(
     token = cluster.create_token(NAMESPACE, SERVICE_ACCOUNT, seconds=600)
     kubeconfig = tmp_path / "sa.kubeconfig"
     server = {"server": cluster.server, "certificate-authority": str(cluster.ca_file)}
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": server}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "sa"}}],
-        "current-context": "c",
-    }))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": server}],
+                "users": [{"name": "sa", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "sa"}}],
+                "current-context": "c",
+            }
+        )
+    )
     api = Api(load_configuration(str(kubeconfig)), max_attempts=1)
 
     def forbidden(fn: Callable[[], Any]) -> bool:
@@ -581,8 +585,15 @@ def test_service_account_can_do_what_the_daemon_does(
 
     # --- leader election in the py-scheduler namespace: get (404), create, update (renew), release
     identity = f"manifest-test-{uuid.uuid4().hex[:6]}"
-    elector = LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity=identity,
-                            lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
+    elector = LeaderElector(
+        api,
+        namespace=NAMESPACE,
+        name=LEASE,
+        identity=identity,
+        lease_duration=4.0,
+        renew_deadline=3.0,
+        retry_period=0.5,
+    )
     elector.start()
     try:
         eventually(elector.is_leader, timeout=20)
@@ -601,8 +612,13 @@ def test_service_account_can_do_what_the_daemon_does(
     assert not lease["spec"].get("holderIdentity"), "a clean stop releases the lease"
     assert forbidden(lambda: api.get("Lease", NAMESPACE, "some-other-lease"))
     assert forbidden(lambda: api.get("Lease", "kube-system", "kube-scheduler"))
-    assert forbidden(lambda: api.create("Lease", "default", {
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}}))
+    assert forbidden(
+        lambda: api.create(
+            "Lease",
+            "default",
+            {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"}, "spec": {}},
+        )
+    )
 
     # --- pod writes: status patch, events.k8s.io events, binding, delete (and the refused get, PUT, core events)
     (node,) = cluster.create_nodes(1, prefix=f"mf-{ns}", cpu="2", memory="4Gi", pods=10)
@@ -612,9 +628,14 @@ def test_service_account_can_do_what_the_daemon_does(
         from pyscheduler.framework.types import Pod
 
         pod_json = {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim", "namespace": ns},
-            "spec": {"schedulerName": "manifest-test-nobody", "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "victim", "namespace": ns},
+            "spec": {
+                "schedulerName": "manifest-test-nobody",
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            },
         }
         created = cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", pod_json)
         pod = Pod.from_dict(created)
@@ -625,31 +646,71 @@ def test_service_account_can_do_what_the_daemon_does(
         current["status"]["nominatedNodeName"] = None
         # not granted: the daemon never GETs a pod nor PUTs a status
         assert forbidden(lambda: api.get("Pod", ns, "victim"))
-        assert forbidden(lambda: api.request("PUT", f"/api/v1/namespaces/{ns}/pods/victim/status", body=current))
-        api.create_event(event_body(pod, "Warning", "FailedScheduling", "Scheduling", "manifest test",
-                                    reporting_controller="py-scheduler", reporting_instance=identity,
-                                    now=time.time()))
-        assert forbidden(lambda: api.request("POST", f"/api/v1/namespaces/{ns}/events", body={
-            "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"victim.{uuid.uuid4().hex[:8]}"},
-            "involvedObject": {"kind": "Pod", "namespace": ns, "name": "victim", "uid": pod.uid},
-            "reason": "Test", "message": "manifest test", "type": "Normal",
-            "source": {"component": "py-scheduler"},
-        }))  # core "" events: the daemon writes events.k8s.io only
+        assert forbidden(
+            lambda: api.request("PUT", f"/api/v1/namespaces/{ns}/pods/victim/status", body=current)
+        )
+        api.create_event(
+            event_body(
+                pod,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                "manifest test",
+                reporting_controller="py-scheduler",
+                reporting_instance=identity,
+                now=time.time(),
+            )
+        )
+        assert forbidden(
+            lambda: api.request(
+                "POST",
+                f"/api/v1/namespaces/{ns}/events",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"name": f"victim.{uuid.uuid4().hex[:8]}"},
+                    "involvedObject": {"kind": "Pod", "namespace": ns, "name": "victim", "uid": pod.uid},
+                    "reason": "Test",
+                    "message": "manifest test",
+                    "type": "Normal",
+                    "source": {"component": "py-scheduler"},
+                },
+            )
+        )  # core "" events: the daemon writes events.k8s.io only
         assert api.bind(pod, node) is None
         assert cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/victim")["spec"]["nodeName"] == node
         assert api.delete_pod(ns, "victim", uid=pod.uid, grace_period_seconds=0) is True
 
         # --- volume binding's writes: PV and PVC patch and update
-        cluster.api("POST", "/api/v1/persistentvolumes", {
-            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
-            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "storageClassName": "mf-test", "hostPath": {"path": "/tmp/mf"}},
-        })
-        cluster.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "mf-test",
-                     "resources": {"requests": {"storage": "1Gi"}}},
-        })
+        cluster.api(
+            "POST",
+            "/api/v1/persistentvolumes",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": pv_name},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "mf-test",
+                    "hostPath": {"path": "/tmp/mf"},
+                },
+            },
+        )
+        cluster.api(
+            "POST",
+            f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "claim"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "mf-test",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
         note = {"metadata": {"annotations": {"pyscheduler.test/manifests": "yes"}}}
         api.patch("PersistentVolume", None, pv_name, note)
         api.patch("PersistentVolumeClaim", ns, "claim", note)

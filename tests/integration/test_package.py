@@ -49,7 +49,9 @@ def test_the_wheel_alone_schedules_pods(cluster, ns: str, tmp_path: Path) -> Non
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", str(venv), cwd=tmp_path)
     _run(str(venv / "bin" / "pip"), "install", "-q", str(wheel), cwd=tmp_path)
-    where = _run(str(venv / "bin" / "python"), "-c", "import pyscheduler; print(pyscheduler.__file__)", cwd=tmp_path)
+    where = _run(
+        str(venv / "bin" / "python"), "-c", "import pyscheduler; print(pyscheduler.__file__)", cwd=tmp_path
+    )
     assert str(venv) in where.stdout and str(REPO) not in where.stdout
     version = _run(str(venv / "bin" / "pyscheduler"), "--version", cwd=tmp_path)
     assert version.stdout.strip() == f"pyscheduler 0.1.0 (kube-scheduler {KUBERNETES_VERSION})"
@@ -57,14 +59,30 @@ def test_the_wheel_alone_schedules_pods(cluster, ns: str, tmp_path: Path) -> Non
 
     name = f"wheel-{ns}"
     config = tmp_path / "config.yaml"
-    config.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                                  "profiles": [{"schedulerName": name}]}))
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": name}],
+            }
+        )
+    )
     port = free_port()
     log = (tmp_path / "scheduler.log").open("w")
     proc = subprocess.Popen(
-        [str(venv / "bin" / "pyscheduler"), "run", f"--kubeconfig={cluster.kubeconfig}", f"--config={config}",
-         "--no-leader-elect", f"--port={port}", "--address=127.0.0.1"],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(venv / "bin" / "pyscheduler"),
+            "run",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--config={config}",
+            "--no-leader-elect",
+            f"--port={port}",
+            "--address=127.0.0.1",
+        ],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
     )
     try:

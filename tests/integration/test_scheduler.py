@@ -79,7 +79,9 @@ def test_200_mixed_pods_on_20_nodes_all_bound_and_no_node_overcommitted(
         timeout=120,
         what="all 200 pods bound",
     )
-    for name, (cpu_used, cpu_alloc, mem_used, mem_alloc, n_pods, max_pods) in node_usage(cluster, nodes).items():
+    for name, (cpu_used, cpu_alloc, mem_used, mem_alloc, n_pods, max_pods) in node_usage(
+        cluster, nodes
+    ).items():
         assert cpu_used <= cpu_alloc, f"{name} overcommitted on cpu: {cpu_used}m > {cpu_alloc}m"
         assert mem_used <= mem_alloc, f"{name} overcommitted on memory"
         assert n_pods <= max_pods, f"{name} has {n_pods} pods > {max_pods}"

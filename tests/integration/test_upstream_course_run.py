@@ -18,8 +18,18 @@ def test_an_upstream_workload_runs_and_reports_its_throughput(tmp_path: Path) ->
     except course.CourseError as e:
         pytest.skip(str(e))
     rc = upstream.main(
-        ["--test-case", "SchedulingBasic", "--workload", "5Nodes_QueueingHintsEnabled", "--schedulers",
-         "pyscheduler", "--out", str(tmp_path), "--timeout", "120"]
+        [
+            "--test-case",
+            "SchedulingBasic",
+            "--workload",
+            "5Nodes_QueueingHintsEnabled",
+            "--schedulers",
+            "pyscheduler",
+            "--out",
+            str(tmp_path),
+            "--timeout",
+            "120",
+        ]
     )
     assert rc == 0
     (out,) = tmp_path.glob("upstream-*.json")

@@ -90,7 +90,12 @@ def test_pod_json_uses_kube_field_names_and_canonical_quantities() -> None:
     assert js["metadata"]["namespace"] == "shop" and js["metadata"]["uid"] == "uid-shop-web"
     assert js["metadata"]["creationTimestamp"] == "2023-11-14T22:15:23Z"
     c0 = js["spec"]["containers"][0]
-    assert c0["resources"]["requests"] == {"cpu": "1500m", "memory": "1536Mi", "ephemeral-storage": "2Gi", GPU: "2"}
+    assert c0["resources"]["requests"] == {
+        "cpu": "1500m",
+        "memory": "1536Mi",
+        "ephemeral-storage": "2Gi",
+        GPU: "2",
+    }
     assert c0["resources"]["limits"] == {GPU: "2"}  # extended resources: limits == requests
     assert c0["ports"] == [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}]
     assert js["spec"]["initContainers"][0]["restartPolicy"] == "Always"
@@ -98,7 +103,9 @@ def test_pod_json_uses_kube_field_names_and_canonical_quantities() -> None:
     assert js["spec"]["schedulerName"] == "py-scheduler" and js["spec"]["priority"] == 1000
     assert js["spec"]["nodeSelector"] == {"disk": "ssd"}
     assert js["spec"]["tolerations"][1] == {
-        "key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
     }
     assert js["spec"]["schedulingGates"] == [{"name": "wait-for-quota"}]
     assert js["status"] == {"phase": "Pending", "nominatedNodeName": "n1"}
@@ -106,18 +113,32 @@ def test_pod_json_uses_kube_field_names_and_canonical_quantities() -> None:
 
 def test_node_json_round_trips_to_the_same_record() -> None:
     node = (
-        make_node("n1").capacity(cpu="3500m", memory="7Gi", pods=110, ephemeral_storage="100Gi")
+        make_node("n1")
+        .capacity(cpu="3500m", memory="7Gi", pods=110, ephemeral_storage="100Gi")
         .res({GPU: 4, "hugepages-2Mi": "1Gi"})
-        .label("zone", "a").annotation("note", "x").taint("dedicated", "db", "NoSchedule").taint("gpu")
-        .unschedulable().image("nginx:1", 1000).obj()
+        .label("zone", "a")
+        .annotation("note", "x")
+        .taint("dedicated", "db", "NoSchedule")
+        .taint("gpu")
+        .unschedulable()
+        .image("nginx:1", 1000)
+        .obj()
     )
     js = node_to_json(node)
     assert js["status"]["allocatable"] == {
-        "cpu": "3500m", "memory": "7Gi", "ephemeral-storage": "100Gi", "pods": "110", GPU: "4", "hugepages-2Mi": "1Gi",
+        "cpu": "3500m",
+        "memory": "7Gi",
+        "ephemeral-storage": "100Gi",
+        "pods": "110",
+        GPU: "4",
+        "hugepages-2Mi": "1Gi",
     }
     assert js["status"]["capacity"] == js["status"]["allocatable"]
     assert js["spec"] == {
-        "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}, {"key": "gpu", "effect": "NoSchedule"}],
+        "taints": [
+            {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+            {"key": "gpu", "effect": "NoSchedule"},
+        ],
         "unschedulable": True,
     }
     back = Node.from_dict(json.loads(json.dumps(js)))
@@ -191,7 +212,9 @@ class FakeExtender:
     def is_ignorable(self) -> bool:
         return False
 
-    def filter(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
+    def filter(
+        self, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
         if self.reject:
             return [], {}, {n.name: self.reject for n in nodes}
         return nodes, {}, {}
@@ -212,20 +235,37 @@ class FakeExtender:
 
 
 def empty_framework() -> Framework:
-    handle = FrameworkHandle(snapshot=None, objects=None, client=None, waiting_pods=WaitingPods(),  # type: ignore[arg-type]
-                             nominator=None, clock=FakeClock())
+    handle = FrameworkHandle(
+        snapshot=None,
+        objects=None,
+        client=None,
+        waiting_pods=WaitingPods(),  # type: ignore[arg-type]
+        nominator=None,
+        clock=FakeClock(),
+    )
     return Framework("py-scheduler", {}, ProfilePlugins(points={}), handle)
 
 
 def scheduler_with(*extenders: Any) -> Scheduler:
-    return Scheduler(profiles={}, queue=None, cache=None, snapshot=None, clock=FakeClock(), recorder=None,  # type: ignore[arg-type]
-                     status_writer=None, extenders=extenders)  # type: ignore[arg-type]
+    return Scheduler(
+        profiles={},
+        queue=None,
+        cache=None,
+        snapshot=None,
+        clock=FakeClock(),
+        recorder=None,  # type: ignore[arg-type]
+        status_writer=None,
+        extenders=extenders,
+    )  # type: ignore[arg-type]
 
 
 def test_extender_scores_are_scaled_by_weight_and_max_node_score_over_max_extender_priority() -> None:
     nodes = [make_node_info(make_node(n)) for n in ("a", "b", "c")]
-    s = scheduler_with(FakeExtender({"a": 10, "b": 5, "elsewhere": 10}, 3), FakeExtender({"c": 1}, 1),
-                       FakeExtender({"a": 10}, 100, fail=True))
+    s = scheduler_with(
+        FakeExtender({"a": 10, "b": 5, "elsewhere": 10}, 3),
+        FakeExtender({"c": 1}, 1),
+        FakeExtender({"a": 10}, 100, fail=True),
+    )
     scores = s.prioritize_nodes(empty_framework(), CycleState(), make_pod().obj(), nodes)
     # score * weight * (MaxNodeScore 100 / MaxExtenderPriority 10); a failing prioritizer adds nothing.
     assert {ns.name: ns.score for ns in scores} == {"a": 300, "b": 150, "c": 10}
@@ -254,15 +294,29 @@ def test_config_loader_accepts_the_extender_configs_used_here() -> None:
             "kind": "KubeSchedulerConfiguration",
             "profiles": [{"schedulerName": "py-scheduler"}],
             "extenders": [
-                {"urlPrefix": "https://127.0.0.1:8443/", "filterVerb": "filter", "prioritizeVerb": "prioritize",
-                 "weight": 5, "bindVerb": "bind", "enableHTTPS": True, "httpTimeout": "1s",
-                 "nodeCacheCapable": True, "ignorable": False,
-                 "tlsConfig": {"caFile": "/ca.crt", "serverName": "ext", "certData": "Y2VydA==", "keyData": "a2V5"},
-                 "managedResources": [{"name": GPU, "ignoredByScheduler": True}]},
+                {
+                    "urlPrefix": "https://127.0.0.1:8443/",
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "weight": 5,
+                    "bindVerb": "bind",
+                    "enableHTTPS": True,
+                    "httpTimeout": "1s",
+                    "nodeCacheCapable": True,
+                    "ignorable": False,
+                    "tlsConfig": {
+                        "caFile": "/ca.crt",
+                        "serverName": "ext",
+                        "certData": "Y2VydA==",
+                        "keyData": "a2V5",
+                    },
+                    "managedResources": [{"name": GPU, "ignoredByScheduler": True}],
+                },
                 {"urlPrefix": "http://127.0.0.1:1", "filterVerb": "filter", "ignorable": True},
             ],
         },
-        registry, _extension_points(registry),
+        registry,
+        _extension_points(registry),
     )
     a, b = c.extenders
     assert a.http_timeout == 1.0 and a.tls_config is not None and a.tls_config.cert_data == b"cert"
@@ -342,7 +396,9 @@ NODES = ("n1", "n2", "n3")
 
 
 def node_infos() -> list[NodeInfo]:
-    return [make_node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods=110).label("zone", n)) for n in NODES]
+    return [
+        make_node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods=110).label("zone", n)) for n in NODES
+    ]
 
 
 network = pytest.mark.network
@@ -378,12 +434,14 @@ def test_node_cache_capable_extenders_get_node_names_only(srv: Loopback) -> None
 
 @network
 def test_filter_result_with_node_objects_and_both_failure_maps(srv: Loopback) -> None:
-    srv.answer({
-        "Nodes": {"items": [{"metadata": {"name": "n2"}}]},
-        "FailedNodes": {"n1": "slow disk", "n3": "also listed as unresolvable"},
-        "FailedAndUnresolvableNodes": {"n3": "storage link down"},
-        "Error": "",
-    })
+    srv.answer(
+        {
+            "Nodes": {"items": [{"metadata": {"name": "n2"}}]},
+            "FailedNodes": {"n1": "slow disk", "n3": "also listed as unresolvable"},
+            "FailedAndUnresolvableNodes": {"n3": "storage link down"},
+            "Error": "",
+        }
+    )
     kept, failed, unresolvable = ext(srv.url, filter_verb="filter").filter(make_pod().obj(), node_infos())
     assert [n.name for n in kept] == ["n2"]
     assert failed == {"n1": "slow disk"}, "FailedAndUnresolvableNodes takes precedence"
@@ -517,17 +575,64 @@ def _openssl(d: Path, *args: str) -> None:
 
 def _leaf(d: Path, name: str, san: str, usage: str) -> None:
     (d / f"{name}.cnf").write_text(f"[ext]\nsubjectAltName={san}\nextendedKeyUsage={usage}\n")
-    _openssl(d, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-             f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
-    _openssl(d, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.cnf", "-extensions", "ext")
+    _openssl(
+        d,
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        f"/CN={name}",
+    )
+    _openssl(
+        d,
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        f"{name}.crt",
+        "-days",
+        "2",
+        "-extfile",
+        f"{name}.cnf",
+        "-extensions",
+        "ext",
+    )
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("pki")
-    _openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=extender-test-ca")
+    _openssl(
+        d,
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=extender-test-ca",
+    )
     _leaf(d, "server", "IP:127.0.0.1", "serverAuth")
     _leaf(d, "named", "DNS:extender.example", "serverAuth")
     _leaf(d, "client", "DNS:pyscheduler", "clientAuth")
@@ -554,10 +659,17 @@ def names(e: HTTPExtender) -> list[str]:
 def test_https_verifies_the_server_against_the_configured_ca(pki: Path) -> None:
     for s in serve(tls_server(pki)):
         ca = (pki / "ca.crt").read_bytes()
-        assert names(ext(s.url, filter_verb="filter", enable_https=True,
-                         tls_config=ExtenderTLSConfig(ca_data=ca))) == ["n1"]
-        assert names(ext(s.url, filter_verb="filter", enable_https=True,
-                         tls_config=ExtenderTLSConfig(ca_file=str(pki / "ca.crt")))) == ["n1"]
+        assert names(
+            ext(s.url, filter_verb="filter", enable_https=True, tls_config=ExtenderTLSConfig(ca_data=ca))
+        ) == ["n1"]
+        assert names(
+            ext(
+                s.url,
+                filter_verb="filter",
+                enable_https=True,
+                tls_config=ExtenderTLSConfig(ca_file=str(pki / "ca.crt")),
+            )
+        ) == ["n1"]
         # kube's makeTransport: enableHTTPS without a CA does not verify the server at all.
         assert names(ext(s.url, filter_verb="filter", enable_https=True)) == ["n1"]
         assert names(ext(s.url, filter_verb="filter", tls_config=ExtenderTLSConfig(insecure=True))) == ["n1"]
@@ -577,11 +689,15 @@ def test_https_server_name_and_client_certificates(pki: Path) -> None:
     for s in serve(tls_server(pki, client_ca=True)):
         with pytest.raises(ExtenderError, match="filter: "):
             names(ext(s.url, filter_verb="filter", enable_https=True, tls_config=ca))
-        with_data = ExtenderTLSConfig(ca_file=str(pki / "ca.crt"), cert_data=(pki / "client.crt").read_bytes(),
-                                      key_data=(pki / "client.key").read_bytes())
+        with_data = ExtenderTLSConfig(
+            ca_file=str(pki / "ca.crt"),
+            cert_data=(pki / "client.crt").read_bytes(),
+            key_data=(pki / "client.key").read_bytes(),
+        )
         assert names(ext(s.url, filter_verb="filter", enable_https=True, tls_config=with_data)) == ["n1"]
-        with_files = ExtenderTLSConfig(ca_file=str(pki / "ca.crt"), cert_file=str(pki / "client.crt"),
-                                       key_file=str(pki / "client.key"))
+        with_files = ExtenderTLSConfig(
+            ca_file=str(pki / "ca.crt"), cert_file=str(pki / "client.crt"), key_file=str(pki / "client.key")
+        )
         assert names(ext(s.url, filter_verb="filter", enable_https=True, tls_config=with_files)) == ["n1"]
 
 
@@ -603,9 +719,15 @@ def test_example_extender_round_trip_with_file_and_polled_state(tmp_path: Path) 
     for s in serve(ExtenderServer(("127.0.0.1", 0), file_state.get)):
         url = f"http://127.0.0.1:{s.server_address[1]}"
         for cache in (False, True):
-            e = ext(url, filter_verb="filter", prioritize_verb="prioritize", weight=1, node_cache_capable=cache)
+            e = ext(
+                url, filter_verb="filter", prioritize_verb="prioritize", weight=1, node_cache_capable=cache
+            )
             kept, failed, unresolvable = e.filter(pod, nodes)
-            assert [n.name for n in kept] == ["n2", "n3"] and failed == {} and unresolvable == {"n1": DOWN_REASON}
+            assert (
+                [n.name for n in kept] == ["n2", "n3"]
+                and failed == {}
+                and unresolvable == {"n1": DOWN_REASON}
+            )
             assert e.prioritize(pod, nodes) == ({"n1": 0, "n2": 5, "n3": 10}, 1)
         tmp = tmp_path / "state.tmp"
         tmp.write_text(json.dumps({"n3": "down"}))
@@ -616,7 +738,9 @@ def test_example_extender_round_trip_with_file_and_polled_state(tmp_path: Path) 
         assert not e.is_binder()
 
     (tmp_path / "links").write_text(json.dumps({"n2": "down"}))
-    web = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    web = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    )
     for w in serve(web):
         polled = PolledState(f"http://127.0.0.1:{w.server_address[1]}/links", interval=3600)
         try:

@@ -41,7 +41,9 @@ class FakeLeaseApi:
         self.writes: list[str] = []  # "create <holder>" / "update <holder>" in order
 
     def _error(self, status: int, reason: str, method: str, message: str = "") -> ApiError:
-        return ApiError(status, reason, message or reason, method, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases")
+        return ApiError(
+            status, reason, message or reason, method, f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
+        )
 
     def _check(self, kind: str, namespace: str | None, method: str) -> None:
         assert kind == "Lease" and namespace == NS
@@ -71,7 +73,9 @@ class FakeLeaseApi:
             if self.conflict_next_update:
                 self.conflict_next_update = False
                 raise self._error(409, "Conflict", "PUT", "the object has been modified")
-            if (body.get("metadata") or {}).get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            if (body.get("metadata") or {}).get("resourceVersion") != self.lease["metadata"][
+                "resourceVersion"
+            ]:
                 raise self._error(409, "Conflict", "PUT", "the object has been modified")
             stored = self._store(body)
             self.writes.append(f"update {body['spec'].get('holderIdentity', '')}")
@@ -93,9 +97,17 @@ class FakeLeaseApi:
             transitions = int(spec.get("leaseTransitions") or 0)
             if spec.get("holderIdentity") != holder:
                 transitions += 1 if self.lease is not None else 0
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {},
-                    "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
-                             "renewTime": f"{renew[:-8]}{self.rv:06d}Z", "leaseTransitions": transitions}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {},
+                "spec": {
+                    "holderIdentity": holder,
+                    "leaseDurationSeconds": duration,
+                    "renewTime": f"{renew[:-8]}{self.rv:06d}Z",
+                    "leaseTransitions": transitions,
+                },
+            }
             self._store(body)
             self.writes.append(f"foreign {holder}")
 
@@ -133,8 +145,14 @@ class Ticker:
 class Run:
     """An elector with recorded callbacks, driven by a Ticker and a per-tick script."""
 
-    def __init__(self, api: FakeLeaseApi, identity: str = "me", clock: FakeClock | None = None,
-                 lease_duration: float = 15.0, renew_deadline: float = 10.0) -> None:
+    def __init__(
+        self,
+        api: FakeLeaseApi,
+        identity: str = "me",
+        clock: FakeClock | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+    ) -> None:
         self.api = api
         self.clock = clock or FakeClock()
         self.started: list[float] = []  # clock times of the callbacks
@@ -142,8 +160,14 @@ class Run:
         self.steps: dict[int, Callable[[], None]] = {}
         self.every: list[Callable[[int], None]] = []
         self.elector = LeaderElector(
-            api, namespace=NS, name=NAME, identity=identity, lease_duration=lease_duration,
-            renew_deadline=renew_deadline, retry_period=RETRY, clock=self.clock,
+            api,
+            namespace=NS,
+            name=NAME,
+            identity=identity,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=RETRY,
+            clock=self.clock,
             on_started_leading=lambda: self.started.append(self.clock.now()),
             on_stopped_leading=lambda: self.stopped.append(self.clock.now()),
         )
@@ -184,7 +208,9 @@ def test_acquires_a_free_lease_at_once_and_renews_it_every_retry_period() -> Non
     api = FakeLeaseApi()
     seen: list[tuple[bool, str, str]] = []
     r = Run(api)
-    r.every.append(lambda n: seen.append((r.elector.is_leader(), api.holder(), api.lease["spec"]["renewTime"])))  # type: ignore[index]
+    r.every.append(
+        lambda n: seen.append((r.elector.is_leader(), api.holder(), api.lease["spec"]["renewTime"]))
+    )  # type: ignore[index]
     r.stop_at(4).run()
 
     assert r.started == [r.t0], "a free lease is taken on the first attempt, without waiting"

@@ -22,5 +22,7 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
-    assert re.fullmatch(rf"pyscheduler \d+\.\d+\.\d+\S* \(kube-scheduler {re.escape(KUBERNETES_VERSION)}\)\n",
-                        capsys.readouterr().out)
+    assert re.fullmatch(
+        rf"pyscheduler \d+\.\d+\.\d+\S* \(kube-scheduler {re.escape(KUBERNETES_VERSION)}\)\n",
+        capsys.readouterr().out,
+    )

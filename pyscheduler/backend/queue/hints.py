@@ -70,7 +70,9 @@ def interested_plugins(events_map: EventsMap, event: ClusterEvent) -> set[str]:
     return {p for p, regs in events_map.items() if any(event.matches(r.event) for r in regs)}
 
 
-def worth_requeuing(events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
+def worth_requeuing(
+    events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any
+) -> Strategy:
     """kube's isPodWorthRequeuing."""
     rejectors = qpi.rejector_plugins()
     if not rejectors:

@@ -61,7 +61,6 @@ def is_pod_updated(old: Pod, new: Pod) -> bool:
     return old_req != new_req
 
 
-
 class QueuedPodInfo:
     """A pending pod and its queue bookkeeping (satisfies ``framework.interfaces.QueuedPodInfoView``).
 

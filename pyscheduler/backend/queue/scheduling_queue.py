@@ -662,11 +662,7 @@ class SchedulingQueue:
         # (what _worth_requeuing would say) without running its hints. Thousands of pods parked by
         # NodeResourcesFit must not cost a loop over hints on every pod bound elsewhere.
         wildcard = is_wildcard(event)
-        interested = (
-            set()
-            if wildcard
-            else interested_plugins(self._events_map, event)
-        )
+        interested = set() if wildcard else interested_plugins(self._events_map, event)
         for qpi in pods:
             if qpi.gated and not gate_allows(self._events_map, qpi, event):
                 continue
@@ -705,4 +701,3 @@ class SchedulingQueue:
         if drop > 0:
             del self._events[:drop]
             self._events_base = oldest
-

@@ -32,6 +32,7 @@ _NODE_SELECTOR_KEYS = frozenset({"nodeSelectorTerms"})
 _PREFERRED_KEYS = frozenset({"weight", "preference"})
 _FIELD_OPS = frozenset({"In", "NotIn"})
 
+
 def _check_keys(obj: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     for k in obj:
         if k not in allowed:

@@ -109,16 +109,6 @@ class _State:
         return self
 
 
-
-
-
-
-
-
-
-
-
-
 def has_attachable_volume(pod: Pod) -> bool:
     return any(
         v.get("persistentVolumeClaim") is not None

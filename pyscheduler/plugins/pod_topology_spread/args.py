@@ -91,8 +91,6 @@ def _validate_default_constraint(c: JSON, p: str) -> tuple[str, str]:
                 f"{p}.{field_name}", f'Unsupported value: "{v}": supported values: "Honor", "Ignore"'
             )
     mlk = c.get("matchLabelKeys")
-    if mlk is not None and (
-        not isinstance(mlk, list | tuple) or not all(isinstance(k, str) for k in mlk)
-    ):
+    if mlk is not None and (not isinstance(mlk, list | tuple) or not all(isinstance(k, str) for k in mlk)):
         raise ArgsError(f"{p}.matchLabelKeys", "must be a list of strings")
     return key, when

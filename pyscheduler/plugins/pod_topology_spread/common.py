@@ -47,6 +47,7 @@ ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing 
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
+
 @dataclass(frozen=True, slots=True)
 class Constraint:
     """A parsed constraint. ``selector`` None matches nothing (a constraint without labelSelector)."""
@@ -244,7 +245,9 @@ class PluginBase:
     def _build_default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         constraints = self._parsed_defaults.get(action)
         if constraints is None:
-            constraints = self._parsed_defaults[action] = parse_constraints(self.default_constraints, {}, action)
+            constraints = self._parsed_defaults[action] = parse_constraints(
+                self.default_constraints, {}, action
+            )
         if not constraints:
             return []
         selector = self.default_selector(pod)

@@ -58,9 +58,7 @@ class PreFilterState:
         "self_match",
     )
 
-    def __init__(
-        self, constraints: list[Constraint], self_match: list[int], node_checks: NodeChecks
-    ) -> None:
+    def __init__(self, constraints: list[Constraint], self_match: list[int], node_checks: NodeChecks) -> None:
         self.constraints = constraints
         self.self_match = self_match
         self.node_checks = node_checks

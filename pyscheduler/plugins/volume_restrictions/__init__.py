@@ -77,8 +77,6 @@ def _conflicting_refs(rwop_claims: frozenset[str], pod: Pod) -> int:
     return sum(1 for name in pvc_claim_names(pod) if name in rwop_claims)
 
 
-
-
 def needs_restrictions_check(volume: JSONMap) -> bool:
     return any(volume.get(k) is not None for k in _RESTRICTED)
 

@@ -82,10 +82,6 @@ class _State:
         return self
 
 
-
-
-
-
 def label_zones_to_set(value: str) -> frozenset[str] | None:
     """LabelZonesToSet: ``a__b`` -> {a, b}; None when an element is empty."""
     out: set[str] = set()
@@ -109,10 +105,6 @@ def pv_topologies(pv: JSONMap) -> tuple[PVTopology, ...]:
             if zones is not None:
                 out.append(PVTopology(name, key, zones))
     return tuple(out)
-
-
-
-
 
 
 class VolumeZone:
@@ -214,7 +206,9 @@ def is_schedulable_after_pvc_change(pod: Pod, old: Any, new: Any) -> QueueingHin
         return QueueingHint.QUEUE
     if str(meta(new).get("namespace") or "") != pod.namespace:
         return QueueingHint.SKIP
-    return QueueingHint.QUEUE if str(meta(new).get("name") or "") in pvc_claim_names(pod) else QueueingHint.SKIP
+    return (
+        QueueingHint.QUEUE if str(meta(new).get("name") or "") in pvc_claim_names(pod) else QueueingHint.SKIP
+    )
 
 
 def is_schedulable_after_storage_class_added(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -1078,7 +1078,9 @@ TestQueueStateMachine = QueueMachine.TestCase
 # ========================================================================================== sort_key
 
 QUEUE_OPS = st.lists(
-    st.tuples(st.sampled_from(["add", "update", "pop", "delete", "tick"]), st.integers(0, 9), st.integers(-2, 2)),
+    st.tuples(
+        st.sampled_from(["add", "update", "pop", "delete", "tick"]), st.integers(0, 9), st.integers(-2, 2)
+    ),
     max_size=60,
 )
 
@@ -1117,6 +1119,7 @@ def test_sort_key_pops_in_the_same_order_as_less(ops: list[tuple[str, int, int]]
                     q.done(qpi.uid)
             if a is not None:
                 known.pop(a.pod.name, None)
+
     def drain(q: SchedulingQueue) -> list[str]:
         out = []
         while (qpi := q.pop(timeout=0)) is not None:

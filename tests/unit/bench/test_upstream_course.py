@@ -26,7 +26,9 @@ def test_templates_render_as_go_would(text: str, index: int, count: int, want: s
     assert render(text, {"Index": index, "Count": count}) == want
 
 
-@pytest.mark.parametrize("text", ["{{ .Name }}", "{{ Upper .Index }}", "{{ Mod .Index 0 }}", "{{ Mod .Index }}"])
+@pytest.mark.parametrize(
+    "text", ["{{ .Name }}", "{{ Upper .Index }}", "{{ Mod .Index 0 }}", "{{ Mod .Index }}"]
+)
 def test_template_forms_we_do_not_know_fail_loudly(text: str) -> None:
     with pytest.raises(TemplateError):
         render(text, {"Index": 1, "Count": 2})

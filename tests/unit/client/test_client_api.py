@@ -385,14 +385,18 @@ def test_bind_fence_is_checked_after_the_rate_limiter_wait() -> None:
 def test_lease_renewal_does_not_wait_behind_binds_in_the_rate_limiter() -> None:
     from pyscheduler.client.leader import LeaderElector
 
-    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-             "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "1"},
-             "spec": {"holderIdentity": "me", "leaseDurationSeconds": 6}}
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "1"},
+        "spec": {"holderIdentity": "me", "leaseDurationSeconds": 6},
+    }
     api, pool, sleeps = make_api(FakeResponse(200, lease), FakeResponse(200, lease), qps=1, burst=2)
     api.limiter.acquire()
     api.limiter.acquire()  # binds took both tokens: the next request on this bucket waits a second
-    elector = LeaderElector(api, namespace="ns", name="l", identity="me", lease_duration=6,
-                            renew_deadline=4, retry_period=1)
+    elector = LeaderElector(
+        api, namespace="ns", name="l", identity="me", lease_duration=6, renew_deadline=4, retry_period=1
+    )
     assert elector._try_acquire_or_renew()
     assert [c["method"] for c in pool.calls] == ["GET", "PUT"] and sleeps == []
 

@@ -325,7 +325,12 @@ def test_an_object_whose_key_cannot_be_made_is_reported_once_and_never_re_lists(
     rec = Recorder()
     seen: list[str] = []
     r: Reflector[Any] = Reflector(
-        src, "/p", Rec, lambda p: p.uid, rec, backoff_initial=0.01,
+        src,
+        "/p",
+        Rec,
+        lambda p: p.uid,
+        rec,
+        backoff_initial=0.01,
         on_malformed=lambda obj, e: seen.append(obj["metadata"]["name"]),
     )
     r.start()

@@ -37,8 +37,10 @@ DNS_RULE = (
         pytest.param("-bad-", [f"name part {NAME_RULE}"], id="bad-edges"),
         pytest.param(
             "a/b/c",
-            [f"a valid label key {NAME_RULE} with an optional DNS subdomain prefix and '/' "
-             "(e.g. 'example.com/MyName')"],
+            [
+                f"a valid label key {NAME_RULE} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"
+            ],
             id="two-slashes",
         ),
     ],

@@ -52,7 +52,9 @@ class Batched(PerNode):
     dtype: Any = None
     normalized: Any = None  # what normalize_scores returns, when set
 
-    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[Any, Status | None]:
+    def score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[Any, Status | None]:
         values = [self.raw[ni.name] for ni in nodes]
         return (values if self.dtype is None else np.array(values, dtype=self.dtype)), None
 
@@ -113,9 +115,15 @@ def test_totals_are_weighted_sums_whatever_the_shape(
         (Batched("a", {**RAW, "n2": 2**70}), f"returns a score that is not an int64: {2**70}"),
         (Batched("a", {**RAW, "n2": float("nan")}, dtype=np.float64), "not an int64: nan"),
         (Batched("a", {**RAW, "n2": None}), "not an int64: None"),
-        (PerNode("a", {**RAW, "n2": 101}), "returns an invalid score 101, it should in the range of [0, 100]"),
+        (
+            PerNode("a", {**RAW, "n2": 101}),
+            "returns an invalid score 101, it should in the range of [0, 100]",
+        ),
         (Batched("a", RAW, normalize=True, normalized=[0, 0, -1, 0, 0]), "invalid score -1"),
-        (Batched("a", RAW, normalize=True, normalized=[0, 0]), "NormalizeScore returned 2 scores for 5 nodes"),
+        (
+            Batched("a", RAW, normalize=True, normalized=[0, 0]),
+            "NormalizeScore returned 2 scores for 5 nodes",
+        ),
     ],
 )
 def test_a_score_kube_could_not_hold_fails_the_cycle(plugin: PerNode, message: str) -> None:
@@ -126,7 +134,9 @@ def test_a_score_kube_could_not_hold_fails_the_cycle(plugin: PerNode, message: s
 
 def test_score_nodes_of_the_wrong_length_fails_the_cycle() -> None:
     class Short(Batched):
-        def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[Any, Status | None]:
+        def score_nodes(
+            self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+        ) -> tuple[Any, Status | None]:
             return np.zeros(len(nodes) - 1, dtype=np.int64), None
 
     _, st = totals(framework(Short("a", RAW)))
@@ -134,8 +144,15 @@ def test_score_nodes_of_the_wrong_length_fails_the_cycle() -> None:
 
 
 def scheduler(seed: int) -> Scheduler:
-    s = Scheduler(profiles={}, queue=None, cache=None, snapshot=None, clock=None, recorder=None,  # type: ignore[arg-type]
-                  status_writer=None)  # type: ignore[arg-type]
+    s = Scheduler(
+        profiles={},
+        queue=None,
+        cache=None,
+        snapshot=None,
+        clock=None,
+        recorder=None,  # type: ignore[arg-type]
+        status_writer=None,
+    )  # type: ignore[arg-type]
     s.rng = random.Random(seed)
     return s
 
