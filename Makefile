@@ -28,6 +28,7 @@ unit: install
 
 lint: install
 	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples
+	$(BIN)/ruff format --check pyscheduler tests conftest.py bench e2e examples
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py
 

@@ -86,7 +86,7 @@ class Explanation:
     def ranked(self) -> list[tuple[str, int, dict[str, int]]]:
         return sorted(self.scores, key=lambda s: (-s[1], s[0]))
 
-    def render(self, top: int = 5) -> str:
+    def render(self, top: int = 5) -> str:  # noqa: C901 (over 15 branches; to split, issue #22)
         p = self.pod
         out = [f"pod {p.key} (profile {self.profile}, priority {p.priority})"]
         if self.config_file:
@@ -177,7 +177,7 @@ def _parts(detail: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(detail.items(), key=lambda kv: (-kv[1], kv[0])) if v)
 
 
-def explain(
+def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
     pod_json: Mapping[str, Any],
     nodes_json: list[dict[str, Any]],
     pods_json: list[dict[str, Any]],

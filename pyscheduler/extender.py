@@ -196,7 +196,7 @@ def _container_json(c: Container) -> JSON:
     return d
 
 
-def pod_to_json(pod: Pod) -> JSON:
+def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, issue #22)
     """A v1 Pod rebuilt from the scheduler's record (see the module docstring for what is left out)."""
     meta: JSON = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
     if pod.resource_version:

@@ -292,7 +292,7 @@ class Scheduler:
         feasible = self._filter_with_extenders(pod, feasible, diagnosis)
         return feasible, diagnosis
 
-    def _find_nodes_that_pass_filters(
+    def _find_nodes_that_pass_filters(  # noqa: C901 (over 15 branches; to split, issue #22)
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
     ) -> list[NodeInfo]:
         n = len(nodes)

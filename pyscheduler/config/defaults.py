@@ -179,7 +179,7 @@ def _at(path: str, suffix: str) -> str:
     return f"{path}.{suffix}" if path else suffix
 
 
-def expand_plugins(
+def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
     plugins: Mapping[str, PluginSetSpec],
     extension_points: ExtensionPointsFn,
     path: str = "plugins",

@@ -42,7 +42,7 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _check(value: Any, tp: Any, path: str) -> Any:
+def _check(value: Any, tp: Any, path: str) -> Any:  # noqa: C901 (over 15 branches; to split, issue #22)
     """Check (and lightly coerce: int -> float) one value against a type annotation."""
     if tp is Any:
         return value

@@ -153,7 +153,7 @@ def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
     return any(pi.pod.priority < priority for pi in node_info.pods)
 
 
-def select_victims_on_node(
+def select_victims_on_node(  # noqa: C901 (over 15 branches; to split, issue #22)
     fh: FilterRunner,
     state: CycleState,
     pod: Pod,
