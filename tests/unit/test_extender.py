@@ -236,7 +236,7 @@ class FakeExtender:
 
 def empty_framework() -> Framework:
     handle = FrameworkHandle(
-        snapshot=None,
+        snapshot=None,  # type: ignore[arg-type]
         objects=None,
         client=None,
         waiting_pods=WaitingPods(),  # type: ignore[arg-type]
@@ -249,12 +249,12 @@ def empty_framework() -> Framework:
 def scheduler_with(*extenders: Any) -> Scheduler:
     return Scheduler(
         profiles={},
-        queue=None,
-        cache=None,
-        snapshot=None,
+        queue=None,  # type: ignore[arg-type]
+        cache=None,  # type: ignore[arg-type]
+        snapshot=None,  # type: ignore[arg-type]
         clock=FakeClock(),
         recorder=None,  # type: ignore[arg-type]
-        status_writer=None,
+        status_writer=None,  # type: ignore[arg-type]
         extenders=extenders,
     )  # type: ignore[arg-type]
 

@@ -209,7 +209,7 @@ def test_acquires_a_free_lease_at_once_and_renews_it_every_retry_period() -> Non
     seen: list[tuple[bool, str, str]] = []
     r = Run(api)
     r.every.append(
-        lambda n: seen.append((r.elector.is_leader(), api.holder(), api.lease["spec"]["renewTime"]))
+        lambda n: seen.append((r.elector.is_leader(), api.holder(), api.lease["spec"]["renewTime"]))  # type: ignore[index]
     )  # type: ignore[index]
     r.stop_at(4).run()
 

@@ -146,12 +146,12 @@ def test_score_nodes_of_the_wrong_length_fails_the_cycle() -> None:
 def scheduler(seed: int) -> Scheduler:
     s = Scheduler(
         profiles={},
-        queue=None,
-        cache=None,
-        snapshot=None,
-        clock=None,
+        queue=None,  # type: ignore[arg-type]
+        cache=None,  # type: ignore[arg-type]
+        snapshot=None,  # type: ignore[arg-type]
+        clock=None,  # type: ignore[arg-type]
         recorder=None,  # type: ignore[arg-type]
-        status_writer=None,
+        status_writer=None,  # type: ignore[arg-type]
     )  # type: ignore[arg-type]
     s.rng = random.Random(seed)
     return s
