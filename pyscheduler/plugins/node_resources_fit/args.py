@@ -23,9 +23,9 @@ score in [0, 10]; other types must not set ``requestedToCapacityRatio``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from pyscheduler.framework.helpers.names import qualified_name_errors
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
 from pyscheduler.framework.plugin_args import default_resources as default_resources
@@ -135,50 +135,3 @@ def validate_function_shape(shape: tuple[UtilizationShapePoint, ...], path: str)
                 f"{path}[{i}].score",
                 f"Invalid value: {point.score}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
             )
-
-
-# ------------------------------------------------------------------ apimachinery's IsQualifiedName
-
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(f"^{_QNAME_FMT}$")
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    f"'{_QNAME_FMT}')"
-)
-_DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-    "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    f"'{_DNS1123_SUBDOMAIN_FMT}')"
-)
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """The messages of apimachinery's IsQualifiedName (used by ValidateLabelName); empty if valid."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-                errs.append(f"prefix part {_DNS1123_MSG}")
-    else:
-        return [
-            f"a qualified name {_QNAME_MSG} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QNAME_RE.match(name):
-        errs.append(f"name part {_QNAME_MSG}")
-    return errs

@@ -670,7 +670,7 @@ def test_args_requested_to_capacity_ratio_decodes() -> None:
 @pytest.mark.parametrize(
     ("raw", "path", "fragment"),
     [
-        ({"ignoredResources": ["example.com/a/b"]}, "args.ignoredResources[0]", "qualified name"),
+        ({"ignoredResources": ["example.com/a/b"]}, "args.ignoredResources[0]", "a valid label key"),
         ({"ignoredResources": ["ok.com/x", "-bad"]}, "args.ignoredResources[1]", "name part"),
         ({"ignoredResources": ["Bad_Domain/x"]}, "args.ignoredResources[0]", "prefix part"),
         (
