@@ -38,6 +38,7 @@ from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import (
     DEFAULT_SLOW_PLUGIN_THRESHOLD,
@@ -106,16 +107,12 @@ class ApiStatusWriter:
             "status": status,
             "reason": reason,
             "message": message,
-            "lastTransitionTime": _rfc3339(self.clock.wall()),
+            "lastTransitionTime": rfc3339(self.clock.wall()),
         }
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond)
 
     def nominated_node(self, pod: Pod, node_name: str) -> None:
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
-
-
-def _rfc3339(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 # ------------------------------------------------------------------------------------------ assembly

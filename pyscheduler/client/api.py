@@ -45,7 +45,6 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
@@ -57,6 +56,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from pyscheduler.client.http_worker import HttpWorker, WorkerError, exchange
 from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Pod
 
@@ -331,10 +331,6 @@ def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> url
             raise ValueError(f"SOCKS proxy {proxy!r} is not supported")
         return urllib3.ProxyManager(proxy, proxy_headers=configuration.proxy_headers, **kw)
     return urllib3.PoolManager(**kw)
-
-
-def _rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _seg(s: str) -> str:
@@ -821,7 +817,7 @@ class Api:
             c = dict(condition)
             if not c.get("type"):
                 raise ValueError("a pod condition needs a type")
-            c.setdefault("lastTransitionTime", _rfc3339(self.clock.wall()))
+            c.setdefault("lastTransitionTime", rfc3339(self.clock.wall()))
             status["conditions"] = [c]
         if nominated_node_name is not None:
             status["nominatedNodeName"] = nominated_node_name or None

@@ -23,7 +23,6 @@ import contextlib
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -31,12 +30,9 @@ from typing import Any
 import structlog
 
 from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.framework.helpers.timefmt import rfc3339_micro
 
 log = structlog.get_logger("pyscheduler.leader")
-
-
-def _micro_time(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1e6):06d}Z"
 
 
 def default_identity() -> str:
@@ -192,11 +188,11 @@ class LeaderElector:
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(self.lease_duration),
-            "renewTime": _micro_time(now),
+            "renewTime": rfc3339_micro(now),
             "leaseTransitions": transitions,
         }
         if acquire is not None:
-            spec["acquireTime"] = _micro_time(acquire)
+            spec["acquireTime"] = rfc3339_micro(acquire)
         return spec
 
     def _release(self) -> None:
@@ -211,7 +207,7 @@ class LeaderElector:
             spec = dict(new.get("spec") or {})
             spec["holderIdentity"] = ""
             spec["leaseDurationSeconds"] = 1
-            spec["renewTime"] = _micro_time(self.clock.wall())
+            spec["renewTime"] = rfc3339_micro(self.clock.wall())
             new["spec"] = spec
             self.api.update("Lease", self.namespace, self.name, new)
             log.info("released the lease", lease=f"{self.namespace}/{self.name}")
