@@ -29,6 +29,7 @@ import yaml
 
 from bench.measure import Conn, Endpoint, Watch, post_objects, throughput_samples
 from bench.upstream.gotemplate import render
+from pyscheduler.client.api import KINDS  # kind -> (API path prefix, plural, namespaced)
 
 SUPPORTED = frozenset(
     {
@@ -47,23 +48,6 @@ SUPPORTED = frozenset(
 _UNSUPPORTED_FIELDS = {
     "createPods": ("steadyState", "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"),
     "createNodes": (),
-}
-# kind -> (API path prefix, plural, namespaced) for createAny
-_KINDS: Mapping[str, tuple[str, str, bool]] = {
-    "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
-    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
-    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
-    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
-    "PersistentVolume": ("/api/v1", "persistentvolumes", False),
-    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
-    "Service": ("/api/v1", "services", True),
-    "Namespace": ("/api/v1", "namespaces", False),
-    "Node": ("/api/v1", "nodes", False),
-    "Pod": ("/api/v1", "pods", True),
-    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
-    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
-    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
-    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 DEFAULT_NODE = {
     "apiVersion": "v1",
@@ -317,9 +301,9 @@ class Executor:
         objs = self._objects(self._template(op["templatePath"]), count, f"a{i}")
         for o in objs:
             kind = o.get("kind", "")
-            if kind not in _KINDS:
+            if kind not in KINDS:
                 raise OpError(f"createAny: kind {kind!r} not translated yet")
-            prefix, plural, namespaced = _KINDS[kind]
+            prefix, plural, namespaced = KINDS[kind]
             if kind == "Pod":
                 o.setdefault("spec", {})["schedulerName"] = self.scheduler_name
             if namespaced:
