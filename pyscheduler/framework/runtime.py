@@ -255,9 +255,27 @@ def error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
 
 
+def kube_error_message(point: str, plugin: str, text: str) -> str:
+    """How kube-scheduler's runtime words an Error from ``plugin`` at ``point`` (framework.go): users grep
+    for these prefixes in FailedScheduling events and logs."""
+    if point == "Filter":
+        return f'running "{plugin}" filter plugin: {text}'
+    if point == "Score":
+        return f'running Score plugins: plugin "{plugin}" failed with: {text}'
+    if point == "NormalizeScore":
+        return f'running Normalize on Score plugins: plugin "{plugin}" failed with: {text}'
+    return f'running {point} plugin "{plugin}": {text}'
+
+
 def _err(plugin: str, point: str, e: BaseException) -> Status:
-    # kube-scheduler's prefix (``running Score plugin "X": ``), then the exception's type and message
-    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {error_text(e)}',), plugin, e)
+    # kube-scheduler's prefix, then the exception's type and message (``KeyError: 'tier'``)
+    return Status(Code.ERROR, (kube_error_message(point, plugin, error_text(e)),), plugin, e)
+
+
+def _wrapped(point: str, plugin: str, s: Status) -> Status:
+    """A status ``plugin`` returned at ``point`` that is not a rejection (an Error, or a code the point does
+    not allow), as the Error kube-scheduler's runtime makes of it."""
+    return Status(Code.ERROR, (kube_error_message(point, plugin, s.message()),), plugin, s.error)
 
 
 class Framework:
@@ -399,9 +417,11 @@ class Framework:
                 state.skip_filter_plugins.add(p.name)
                 continue
             if s is not None and not s.is_success():
-                s = s.with_plugin(p.name)
                 if s.is_rejected():
+                    s = s.with_plugin(p.name)
                     rejected.add(p.name)
+                else:
+                    s = _wrapped("PreFilter", p.name, s)
                 status = s
                 break
             if r is not None and not r.all_nodes():
@@ -428,6 +448,8 @@ class Framework:
             except Exception as e:
                 return self._error(p.name, "Filter", e)
             if s is not None and s.code != Code.SUCCESS:
+                if not s.is_rejected():
+                    return _wrapped("Filter", p.name, s)
                 return s if s.plugin == p.name else s.with_plugin(p.name)
         return None
 
@@ -486,9 +508,10 @@ class Framework:
                 if s is None or s.code == Code.SUCCESS:
                     kept.append(i)
                     continue
-                out[i] = s if s.plugin == name else s.with_plugin(name)
-                if s.code == Code.ERROR:
+                if not s.is_rejected():
+                    out[i] = _wrapped("Filter", name, s)
                     return out, sum(1 for x in out if x is None)
+                out[i] = s if s.plugin == name else s.with_plugin(name)
             if len(kept) != len(live):
                 live = kept
                 if not live:
@@ -597,7 +620,7 @@ class Framework:
                 state.skip_score_plugins.add(p.name)
                 continue
             if s is not None and not s.is_success():
-                status = s.with_plugin(p.name)
+                status = _wrapped("PreScore", p.name, s)
                 break
         self._observe("PreScore", status, start, t)
         return status
@@ -665,7 +688,7 @@ class Framework:
         if batch is not None:
             raw, s = batch(state, pod, nodes)
             if s is not None and s.code != Code.SUCCESS:
-                raise _ScoreFailure(s.with_plugin(p.name))
+                raise _ScoreFailure(_wrapped("Score", p.name, s))
             if len(raw) != len(nodes):
                 raise _ScoreFailure(
                     Status.as_error(f"score_nodes returned {len(raw)} scores for {len(nodes)} nodes", p.name)
@@ -676,7 +699,7 @@ class Framework:
             for ni in nodes:
                 v, s = score(state, pod, ni)
                 if s is not None and s.code != Code.SUCCESS:
-                    raise _ScoreFailure(s.with_plugin(p.name))
+                    raise _ScoreFailure(_wrapped("Score", p.name, s))
                 raw.append(v)
         values = _score_array(raw, p.name)
         if ext is not None:
@@ -685,7 +708,8 @@ class Framework:
             bad = values[(values > MAX_NODE_SCORE) | (values < MIN_NODE_SCORE)][0]
             raise _ScoreFailure(
                 Status.as_error(
-                    f"plugin {p.name!r} returns an invalid score {bad}, it should in the range of "
+                    "applying score defaultWeights on Score plugins: "
+                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                     p.name,
                 )
@@ -716,7 +740,7 @@ class Framework:
             s = ext.normalize_score(state, pod, node_scores)
             out = [ns.score for ns in node_scores]
         if s is not None and not s.is_success():
-            raise _ScoreFailure(s.with_plugin(p.name))
+            raise _ScoreFailure(_wrapped("NormalizeScore", p.name, s))
         if len(out) != len(values):
             raise _ScoreFailure(
                 Status.as_error(f"NormalizeScore returned {len(out)} scores for {len(values)} nodes", p.name)
@@ -736,7 +760,7 @@ class Framework:
                 break
             t = self._took(p.name, "Reserve", t)
             if s is not None and not s.is_success():
-                status = s.with_plugin(p.name)
+                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Reserve", p.name, s)
                 break
         self._observe("Reserve", status, start, t)
         return status
@@ -765,7 +789,7 @@ class Framework:
             if s.is_wait():
                 timeouts[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            status = s.with_plugin(p.name)
+            status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Permit", p.name, s)
             if status.is_rejected():
                 status = Status(
                     Code.UNSCHEDULABLE if status.code == Code.PENDING else status.code, status.reasons, p.name
@@ -802,7 +826,7 @@ class Framework:
                 break
             t = self._took(p.name, "PreBind", t)
             if s is not None and not s.is_success() and not s.is_skip():
-                status = s.with_plugin(p.name)
+                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("PreBind", p.name, s)
                 break
         self._observe("PreBind", status, start, t)
         return status
@@ -820,7 +844,10 @@ class Framework:
             t = self._took(p.name, "Bind", t)
             if s is not None and s.is_skip():
                 continue
-            status = None if s is None or s.is_success() else s.with_plugin(p.name)
+            if s is None or s.is_success():
+                status = None
+            else:
+                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Bind", p.name, s)
             break
         if status is not None and status.is_skip():
             status = Status.as_error("no bind plugin bound the pod")

@@ -143,7 +143,7 @@ def test_a_raising_plugin_is_shown_with_its_traceback_and_a_nonzero_exit(  # typ
     assert out.returncode == 3, out.stdout + out.stderr
     text = out.stdout
     assert f"config: {cfg} (from --config)" in text
-    assert "ERROR: running Score plugin \"PreferTier\": KeyError: 'tier'" in text
+    assert "ERROR: running Score plugins: plugin \"PreferTier\" failed with: KeyError: 'tier'" in text
     assert "Traceback (most recent call last):" in text
     assert re.search(rf'File ".*prefer_tier\.py", line \d+, in score\n\s+{re.escape(RAISING_LINE)}', text), (
         text
@@ -158,7 +158,7 @@ def test_the_daemon_logs_the_traceback_once_and_the_event_names_the_type(  # typ
     nodes(2, prefix=f"{ns}-n", labels={"pool": ns}, cpu="4")  # no tier label: PreferTier raises
     sched = f"{ns}-sched"
     cfg = write_config(tmp_path, sched)
-    message = "running Score plugin \"PreferTier\": KeyError: 'tier'"
+    message = "running Score plugins: plugin \"PreferTier\" failed with: KeyError: 'tier'"
     with SchedulerProcess(cluster.kubeconfig, None, env=env_for(plugin_path, cfg), name=f"boom-{ns}") as d:
         for i in range(3):
             create(cluster, make_pod(f"p{i}", ns).scheduler(sched).node_selector({"pool": ns}).json())

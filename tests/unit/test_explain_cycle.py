@@ -112,7 +112,7 @@ def test_the_default_profile_is_said_out_loud() -> None:
     ("point", "message", "raised_in"),
     [
         ("PreFilter", 'running PreFilter plugin "Tier": RuntimeError: pre-filter broke', "in pre_filter"),
-        ("Filter", 'running Filter plugin "Tier": ValueError: filter broke', "in filter"),
+        ("Filter", 'running "Tier" filter plugin: ValueError: filter broke', "in filter"),
     ],
 )
 def test_a_raising_plugin_is_reported_with_its_traceback(point: str, message: str, raised_in: str) -> None:
@@ -128,7 +128,7 @@ def test_a_score_error_is_reported_not_swallowed() -> None:
     nodes = [make_node("c").capacity(cpu="4", pods=110).json()]  # no tier label
     ex = explain(pod("p").json(), nodes, [], {}, cfg(), REGISTRY)
     assert ex.failed
-    assert "ERROR: running Score plugin \"Tier\": KeyError: 'tier'" in ex.render()
+    assert "ERROR: running Score plugins: plugin \"Tier\" failed with: KeyError: 'tier'" in ex.render()
 
 
 def test_a_gated_pod_is_reported_with_its_gates() -> None:

@@ -1,5 +1,5 @@
 """A plugin that raises, at any extension point: the cycle gets one Error line naming the plugin and the
-exception's type (kube-scheduler's prefix, ``running Score plugin "X": KeyError: 'tier'``), and the
+exception's type (kube-scheduler's wording, ``running Score plugins: plugin "X" failed with: KeyError: 'tier'``), and the
 scheduler's log gets the traceback (file and line of the plugin's code) at error level, once per plugin and
 exception site per minute. A plugin call slower than the threshold is a warning, rate-limited the same way.
 """
@@ -155,6 +155,12 @@ RUNS: dict[str, Callable[[Framework], Status | None]] = {
     "EventsToRegister": lambda f: (f.events_to_register(), None)[1],
 }
 NO_STATUS = {"Unreserve", "PostBind", "EventsToRegister"}
+# kube-scheduler's runtime (framework.go) words Filter and Score errors its own way; the other points
+# are ``running <Point> plugin "X": <error>``.
+KUBE_WORDING = {
+    "Filter": 'running "Boom" filter plugin: {}',
+    "Score": 'running Score plugins: plugin "Boom" failed with: {}',
+}
 
 
 @pytest.mark.parametrize("point", list(RUNS))
@@ -165,7 +171,9 @@ def test_a_raising_plugin_is_an_error_status_with_the_exception_type(point: str)
         assert st is None  # nothing to fail: the error is only reported
     else:
         assert st is not None and st.code == Code.ERROR
-        assert st.message() == f"running {point} plugin \"Boom\": KeyError: 'tier'"
+        assert st.message() == KUBE_WORDING.get(point, f'running {point} plugin "Boom": {{}}').format(
+            "KeyError: 'tier'"
+        )
         assert st.plugin == "Boom"
     assert [(prof, plugin, ep) for prof, plugin, ep, _ in rec.errors] == [("prof", "Boom", point)]
     assert isinstance(rec.errors[0][3], KeyError)
@@ -175,7 +183,7 @@ def test_batch_filter_reports_the_error_once_per_cycle_not_per_node() -> None:
     rec = Recorder()
     statuses = framework(rec, Boom()).run_filter_plugins_batch(CycleState(), POD, NODES)
     assert all(
-        s is not None and s.message() == "running Filter plugin \"Boom\": KeyError: 'tier'" for s in statuses
+        s is not None and s.message() == "running \"Boom\" filter plugin: KeyError: 'tier'" for s in statuses
     )
     assert len(rec.errors) == 1
 
@@ -316,3 +324,72 @@ def test_rate_limiter_lets_one_through_per_period_and_counts_the_rest() -> None:
     assert len(rl._last) <= 4
     with pytest.raises(ValueError):
         RateLimiter(clock, period=0)
+
+
+class Returns(Boom):
+    """Returns ``status`` (no exception) at every point that can fail a cycle."""
+
+    name = "Ret"
+
+    def __init__(self, status: Status) -> None:
+        super().__init__()
+        self.status = status
+
+    def pre_filter(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Any:
+        return None, self.status
+
+    def pre_filter_extensions(self) -> Any:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self.status
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        return self.status
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        return 0, self.status
+
+    def score_extensions(self) -> Any:
+        return None
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return self.status
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        return None
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        return self.status, 0.0
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return self.status
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return self.status
+
+
+@pytest.mark.parametrize(
+    ("point", "message"),
+    [
+        pytest.param("PreFilter", 'running PreFilter plugin "Ret": disk on fire', id="prefilter"),
+        pytest.param("Filter", 'running "Ret" filter plugin: disk on fire', id="filter"),
+        pytest.param("PreScore", 'running PreScore plugin "Ret": disk on fire', id="prescore"),
+        pytest.param("Score", 'running Score plugins: plugin "Ret" failed with: disk on fire', id="score"),
+        pytest.param("Reserve", 'running Reserve plugin "Ret": disk on fire', id="reserve"),
+        pytest.param("Permit", 'running Permit plugin "Ret": disk on fire', id="permit"),
+        pytest.param("PreBind", 'running PreBind plugin "Ret": disk on fire', id="prebind"),
+        pytest.param("Bind", 'running Bind plugin "Ret": disk on fire', id="bind"),
+    ],
+)
+def test_a_returned_error_is_worded_as_kube_scheduler_words_it(point: str, message: str) -> None:
+    st = RUNS[point](framework(None, Returns(Status.as_error("disk on fire"))))
+    assert st is not None and st.code == Code.ERROR and st.message() == message
+    assert st.plugin == "Ret"
+
+
+@pytest.mark.parametrize("point", ["PreFilter", "Filter", "Reserve", "Permit", "PreBind", "Bind"])
+def test_a_rejection_keeps_the_plugins_own_words(point: str) -> None:
+    st = RUNS[point](framework(None, Returns(Status.unschedulable("node(s) were too hot"))))
+    assert st is not None and st.is_rejected() and st.message() == "node(s) were too hot"
+    assert st.plugin == "Ret"
