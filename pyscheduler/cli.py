@@ -461,10 +461,22 @@ def build_parser() -> argparse.ArgumentParser:
     dc = sub.add_parser(
         "dev-cluster", help="a local control plane (etcd, kube-apiserver, KWOK) for development"
     )
-    dc.add_argument("action", choices=("up", "down", "status"))
-    dc.add_argument("--nodes", type=int, default=3)
-    dc.add_argument("--with-controller-manager", action="store_true")
-    dc.add_argument("--dir", default=os.environ.get("PYSCHEDULER_DEV_CLUSTER_DIR", ".dev-cluster"))
+    dc.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help="up: start it in the background and print the KUBECONFIG export; down: stop it; status: is it up",
+    )
+    dc.add_argument("--nodes", type=int, default=3, help="how many KWOK fake nodes (default: 3)")
+    dc.add_argument(
+        "--with-controller-manager",
+        action="store_true",
+        help="also run kube-controller-manager, so Deployments, ReplicaSets and Jobs create their pods",
+    )
+    dc.add_argument(
+        "--dir",
+        default=os.environ.get("PYSCHEDULER_DEV_CLUSTER_DIR", ".dev-cluster"),
+        help="where its state, kubeconfig and logs live (default: ./.dev-cluster, or $PYSCHEDULER_DEV_CLUSTER_DIR)",
+    )
     dc.set_defaults(fn=cmd_dev_cluster)
 
     d = sub.add_parser("demo", help="start a local cluster, the scheduler and a demo workload")
@@ -481,7 +493,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "run" and getattr(args, "reload", False):
         return _run_with_reload(sys.argv[1:] if argv is None else argv)
-    rc: int = args.fn(args)
+    try:
+        rc: int = args.fn(args)
+    except BrokenPipeError:
+        # ``pyscheduler explain ... | head``: the reader went away; say nothing more, as Unix tools do
+        # (stdout is pointed at /dev/null so the interpreter's final flush cannot raise again).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return rc
 
 

@@ -356,14 +356,27 @@ def test_args_validate() -> None:
 
     files["README.md"] = f"""# {dist}
 
-{name}, a [pyscheduler](https://github.com/) plugin ({", ".join(pts)}), made with
+{name}, a pyscheduler plugin ({", ".join(pts)}), made with
 `pyscheduler new-plugin {name} --points {",".join(pts)}`.
 
-    python3.11 -m venv .venv && . .venv/bin/activate   # or use the environment pyscheduler runs from
+In the environment pyscheduler runs from (activated):
+
     pip install -e '.[test]'
-    pytest -q                                          # the table test runs the real profile in process
-    pyscheduler plugins | grep {name}                  # found through its entry point
-    pyscheduler run --config scheduler.yaml            # scheduler.yaml enables it
+    pytest -q                              # the table test runs the whole profile in process
+    pyscheduler plugins | grep {name}      # found through its entry point
+
+On a local cluster (`scheduler.yaml` enables the plugin for pods with `schedulerName: py-scheduler`):
+
+    pyscheduler dev-cluster up --nodes 4 --with-controller-manager
+    export KUBECONFIG=$PWD/.dev-cluster/cluster/kubeconfig
+    pyscheduler run --config scheduler.yaml --no-leader-elect &
+    kubectl label node kwok-node-0 {label}=yes     # the node Filter lets through
+    kubectl run demo --image=demo --overrides='{{"spec": {{"schedulerName": "py-scheduler"}}}}'
+    pyscheduler explain default/demo --config scheduler.yaml   # per node: who rejected it, the scores
+    pyscheduler dev-cluster down
+
+`pyscheduler run --reload --config scheduler.yaml` restarts the scheduler when a `.py` file of the plugin
+changes (needs `pip install watchfiles`, or pyscheduler's `dev` extra).
 
 Edit `{module}/plugin.py` (the methods of your extension points) and `args.py` (what users may set under
 `pluginConfig[].args`), then add rows to `CASES` in `tests/test_plugin.py`.

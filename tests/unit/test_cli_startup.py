@@ -83,3 +83,18 @@ def test_fields_not_acted_on_are_named_in_a_warning_at_start(tmp_path: Path) -> 
     warned = {e["field"]: e for e in logged if e.get("level") == "warning"}
     assert set(warned) == {"parallelism", "clientConnection.contentType"}
     assert "application/json" in warned["clientConnection.contentType"]["detail"]
+
+
+def test_output_piped_into_a_reader_that_quits_is_not_a_traceback() -> None:
+    # ``pyscheduler plugins | head -1``: the reader exits first; the command stops quietly, as Unix tools do
+    p = subprocess.Popen(
+        [sys.executable, "-m", "pyscheduler.cli", "plugins"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # the reader is gone before the first line is written
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err
