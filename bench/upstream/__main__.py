@@ -46,7 +46,13 @@ def run_workload(
         with_kwok=False,
         with_controller_manager=False,
         name="upstream",
-        apiserver_args=["--max-requests-inflight=3000", "--max-mutating-requests-inflight=3000"],
+        apiserver_args=[
+            "--max-requests-inflight=3000",
+            "--max-mutating-requests-inflight=3000",
+            # as scheduler_perf's API server (test/integration/util InitTestAPIServer): its pod templates
+            # set spec.priority directly, which the Priority admission plugin refuses
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority,StorageObjectInUseProtection",
+        ],
     )
     cluster.start()
     sched: Scheduler | None = None
@@ -71,6 +77,8 @@ def run_workload(
             "pods": res.pods_created,
             "throughput_average": res.average(),
             "windows": res.windows,
+            "churn_rounds": res.churn_rounds,
+            "churn_errors": res.churn_errors,
             "cpu_seconds": cpu,
             "cpu_ms_per_pod": 1000.0 * cpu / max(1, res.pods_created),
             "peak_rss_mb": stats.peak_rss_mb(),

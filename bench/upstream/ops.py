@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench.measure import Conn, Endpoint, Watch, post_objects, throughput_samples
+from bench.measure import Conn, Endpoint, Watch, post_objects, run_parallel, throughput_samples
 from bench.upstream.gotemplate import render
 from pyscheduler.client.api import KINDS  # kind -> (API path prefix, plural, namespaced)
 
@@ -38,6 +39,7 @@ SUPPORTED = frozenset(
         "createPods",
         "barrier",
         "createAny",
+        "churn",
         "deletePods",
         "sleep",
         "startCollectingMetrics",
@@ -46,7 +48,7 @@ SUPPORTED = frozenset(
 )
 # fields of a supported opcode this translation does not implement yet
 _UNSUPPORTED_FIELDS = {
-    "createPods": ("steadyState", "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"),
+    "createPods": ("steadyState",),
     "createNodes": (),
 }
 DEFAULT_NODE = {
@@ -58,6 +60,27 @@ DEFAULT_NODE = {
         "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
         "conditions": [{"status": "True", "type": "Ready"}],
         "phase": "Running",
+    },
+}
+
+
+# upstream's makeBasePod (test/utils MakePodSpec): what createPods makes without a podTemplatePath
+DEFAULT_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"generateName": "pod-"},
+    "spec": {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {
+                    "limits": {"cpu": "100m", "memory": "500Mi"},
+                    "requests": {"cpu": "100m", "memory": "500Mi"},
+                },
+            }
+        ]
     },
 }
 
@@ -128,6 +151,8 @@ class Result:
     seconds: float = 0.0
     windows: list[dict[str, Any]] = field(default_factory=list)
     pods_created: int = 0
+    churn_rounds: int = 0
+    churn_errors: list[str] = field(default_factory=list)
 
     def average(self) -> float:
         """The mean throughput over every window's samples (what upstream's threshold reads)."""
@@ -160,6 +185,10 @@ class Executor:
         self.pods: dict[str, list[tuple[str, str]]] = {}  # namespace -> pods created there
         self.windows: list[Window] = []
         self.namespace_seq = 0
+        self.stopping = threading.Event()  # set when the workload ends: background ops (churn) stop
+        self.background: list[threading.Thread] = []
+        self.churned = 0  # churn rounds done
+        self.churn_errors: list[str] = []
 
     # -- helpers --------------------------------------------------------------------------------------
 
@@ -262,11 +291,15 @@ class Executor:
             self.namespace_seq += 1
         self._ensure_namespace(ns)
         pods = self._objects(
-            self._template(op.get("podTemplatePath") or self.default_pod_template), count, f"p{i}"
+            self._template(op.get("podTemplatePath") or self.default_pod_template, DEFAULT_POD),
+            count,
+            f"p{i}",
         )
         for p in pods:
             p["metadata"]["namespace"] = ns
             p.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+        if op.get("persistentVolumeClaimTemplatePath"):
+            self._bound_volumes(op, ns, pods, f"p{i}")
         keys = [(ns, p["metadata"]["name"]) for p in pods]
         self.pods.setdefault(ns, []).extend(keys)
         window = None
@@ -281,6 +314,64 @@ class Executor:
             )
         if window is not None:
             window.end = time.monotonic()
+
+    def _bound_volumes(self, op: Mapping[str, Any], ns: str, pods: list[dict[str, Any]], tag: str) -> None:
+        """Upstream's createPods with PV and PVC templates: per pod a PVC and a PV already bound to each
+        other (claimRef, volumeName, both phases Bound, written through the status subresource since a
+        create resets status), and the pod's only volume is that claim. Made before the pods, outside the
+        metrics window (upstream interleaves them with the pod creations inside it; either way the
+        throughput counted is pods bound)."""
+        pv_text = self._template(op.get("persistentVolumeTemplatePath"))
+        pvc_text = self._template(op["persistentVolumeClaimTemplatePath"])
+        pvcs: list[dict[str, Any]] = []
+        pvs: list[dict[str, Any]] = []
+        for k, pod in enumerate(pods):
+            claim = f"pvc-{tag}-{k}"
+            volume = f"vol-{tag}-{k}"
+            pvc = yaml.safe_load(pvc_text)
+            pvc.setdefault("metadata", {}).update(name=claim, namespace=ns)
+            pv = yaml.safe_load(pv_text)
+            pv.setdefault("metadata", {})["name"] = f"{ns}-{volume}"  # PVs are cluster-wide
+            spec = pv.setdefault("spec", {})
+            if spec.get("csi") is not None:
+                spec["csi"]["volumeHandle"] = pv["metadata"]["name"]
+            elif spec.get("awsElasticBlockStore") is not None:
+                spec["awsElasticBlockStore"]["volumeID"] = volume
+            spec["claimRef"] = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": ns,
+                "name": claim,
+            }
+            pv["status"] = {"phase": "Bound"}
+            pvc.setdefault("spec", {})["volumeName"] = pv["metadata"]["name"]
+            pvc["status"] = {"phase": "Bound"}
+            pod["spec"]["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
+            pvcs.append(pvc)
+            pvs.append(pv)
+        self._post(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvcs)
+        self._put_status(
+            [(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{c['metadata']['name']}", c) for c in pvcs]
+        )
+        self._post("/api/v1/persistentvolumes", pvs)
+        self._put_status([(f"/api/v1/persistentvolumes/{v['metadata']['name']}", v) for v in pvs])
+
+    def _put_status(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        def put(conn: Conn, item: tuple[str, dict[str, Any]]) -> str | None:
+            path, obj = item
+            for _ in range(20):
+                status, data = conn.request("PUT", f"{path}/status", orjson.dumps(obj))
+                if status == 200:
+                    return None
+                if status in (409, 429) or status >= 500:
+                    time.sleep(0.1)
+                    continue
+                return f"{path}/status: HTTP {status}: {data[:200]!r}"
+            return f"{path}/status: gave up after retries"
+
+        errors = run_parallel(self.endpoint, items, put, self.creators)
+        if errors:
+            raise OpError(f"status update: {errors[:3]}")
 
     def barrier(self, op: Mapping[str, Any], i: int) -> None:
         namespaces = op.get("namespaces") or list(self.pods)
@@ -316,6 +407,66 @@ class Executor:
             else:
                 path = f"{prefix}/{plural}"
             self._post(path, [o])
+
+    def churn(self, op: Mapping[str, Any], i: int) -> None:
+        """Upstream's churn: every ``intervalMilliseconds`` (500) one object per template is created
+        (``create``: up to ``number`` rounds, 0 = no limit) or, in ``recreate``, created for ``number``
+        rounds and then each round deletes the oldest of its slot before creating anew; in the background
+        until the workload ends. Templates are plain YAML (no Go template); pods get our schedulerName."""
+        mode = op.get("mode")
+        number = int(op.get("number") or 0)
+        if mode not in ("create", "recreate") or number < 0 or (mode == "recreate" and number == 0):
+            raise OpError(f"churn: invalid mode {mode!r} / number {number}")
+        ns = op.get("namespace") or f"namespace-{i}"
+        self._ensure_namespace(ns)
+        targets: list[tuple[str, bytes]] = []  # (collection path, body)
+        for path in op.get("templatePaths") or ():
+            obj = yaml.safe_load(self._template(path))
+            kind = obj.get("kind", "")
+            if kind not in KINDS:
+                raise OpError(f"churn: kind {kind!r} not translated yet")
+            prefix, plural, namespaced = KINDS[kind]
+            if kind == "Pod":
+                obj.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            if namespaced:
+                obj.setdefault("metadata", {})["namespace"] = ns
+            targets.append(
+                (
+                    f"{prefix}/namespaces/{ns}/{plural}" if namespaced else f"{prefix}/{plural}",
+                    orjson.dumps(obj),
+                )
+            )
+        interval = int(op.get("intervalMilliseconds") or 500) / 1000.0
+        thread = threading.Thread(
+            target=self._churn_loop, args=(targets, mode, number, interval), name=f"churn-{i}", daemon=True
+        )
+        self.background.append(thread)
+        thread.start()
+
+    def _churn_loop(self, targets: list[tuple[str, bytes]], mode: str, number: int, interval: float) -> None:
+        conn = Conn(self.endpoint)
+        slots: list[list[str]] = [[""] * max(number, 1) for _ in targets]
+        rounds = 0
+        try:
+            while not self.stopping.wait(interval):
+                if mode == "create" and number and rounds >= number:
+                    return
+                for t, (path, body) in enumerate(targets):
+                    if mode == "recreate":
+                        k = rounds % number
+                        if slots[t][k]:
+                            conn.request("DELETE", f"{path}/{slots[t][k]}")
+                            slots[t][k] = ""
+                            continue
+                    status, data = conn.request("POST", path, body)
+                    if status == 201 and mode == "recreate":
+                        slots[t][rounds % number] = orjson.loads(data)["metadata"]["name"]
+                self.churned += 1
+                rounds += 1
+        except Exception as e:  # the workload goes on; the report says the churn broke
+            self.churn_errors.append(f"{type(e).__name__}: {e}")
+        finally:
+            conn.close()
 
     def delete_pods(self, op: Mapping[str, Any], i: int) -> None:
         ns = op["namespace"]
@@ -367,6 +518,7 @@ class Executor:
             "createPods": self.create_pods,
             "barrier": self.barrier,
             "createAny": self.create_any,
+            "churn": self.churn,
             "deletePods": self.delete_pods,
             "sleep": self.sleep,
             "startCollectingMetrics": self.start_metrics,
@@ -384,8 +536,13 @@ class Executor:
                 time.monotonic() - t0,
                 [self._window_figures(w) for w in self.windows],
                 sum(len(v) for v in self.pods.values()),
+                self.churned,
+                self.churn_errors,
             )
         finally:
+            self.stopping.set()
+            for t in self.background:
+                t.join(timeout=10)
             self.watch.stop()
             self.conn.close()
 
