@@ -47,10 +47,7 @@ SUPPORTED = frozenset(
     }
 )
 # fields of a supported opcode this translation does not implement yet
-_UNSUPPORTED_FIELDS = {
-    "createPods": ("steadyState",),
-    "createNodes": (),
-}
+_UNSUPPORTED_FIELDS: dict[str, tuple[str, ...]] = {}
 DEFAULT_NODE = {
     "apiVersion": "v1",
     "kind": "Node",
@@ -290,30 +287,66 @@ class Executor:
             ns = f"namespace-{self.namespace_seq}"
             self.namespace_seq += 1
         self._ensure_namespace(ns)
+        window = None
+        if op.get("collectMetrics"):
+            window = Window(f"op{i}", frozenset((ns,)), {}, time.monotonic())
+            self.windows.append(window)
+        if op.get("steadyState"):
+            self._steady_state(op, i, ns, count)
+        else:
+            keys = self._create_batch(op, ns, count, f"p{i}")
+            if not op.get("skipWaitToCompletion"):
+                bound = self.watch.bound
+                self._wait(
+                    lambda: all(k in bound for k in keys), f"{count} pods of op {i} in {ns} to be scheduled"
+                )
+        if window is not None:
+            window.end = time.monotonic()
+
+    def _create_batch(self, op: Mapping[str, Any], ns: str, count: int, tag: str) -> list[tuple[str, str]]:
         pods = self._objects(
-            self._template(op.get("podTemplatePath") or self.default_pod_template, DEFAULT_POD),
-            count,
-            f"p{i}",
+            self._template(op.get("podTemplatePath") or self.default_pod_template, DEFAULT_POD), count, tag
         )
         for p in pods:
             p["metadata"]["namespace"] = ns
             p.setdefault("spec", {})["schedulerName"] = self.scheduler_name
         if op.get("persistentVolumeClaimTemplatePath"):
-            self._bound_volumes(op, ns, pods, f"p{i}")
+            self._bound_volumes(op, ns, pods, tag)
         keys = [(ns, p["metadata"]["name"]) for p in pods]
         self.pods.setdefault(ns, []).extend(keys)
-        window = None
-        if op.get("collectMetrics"):
-            window = Window(f"op{i}", frozenset((ns,)), {}, time.monotonic())
-            self.windows.append(window)
         self._post(f"/api/v1/namespaces/{ns}/pods", pods)
-        if not op.get("skipWaitToCompletion"):
-            bound = self.watch.bound
-            self._wait(
-                lambda: all(k in bound for k in keys), f"{count} pods of op {i} in {ns} to be scheduled"
+        return keys
+
+    def _steady_state(self, op: Mapping[str, Any], i: int, ns: str, count: int) -> None:
+        """Upstream's steadyState createPods: ``count`` pods, and each time all of them are scheduled they
+        are deleted (grace 0) and ``count`` new ones made, until ``duration`` has passed; the cluster stays
+        at one level of use. At least one pod must get scheduled."""
+        duration = _seconds(op.get("duration") or 0)
+        if duration <= 0:
+            raise OpError(f"createPods op {i}: steadyState needs a duration")
+        end = time.monotonic() + duration
+        bound = self.watch.bound
+        batch = 0
+        scheduled = 0
+        while time.monotonic() < end:
+            keys = self._create_batch(op, ns, count, f"p{i}b{batch}")
+            while time.monotonic() < end and not all(k in bound for k in keys):
+                if self.watch.error and not self.watch.is_alive():
+                    raise OpError(f"pod watch failed: {self.watch.error}")
+                time.sleep(0.01)
+            scheduled += sum(1 for k in keys if k in bound)
+            if time.monotonic() >= end:
+                break
+            status, data = self.conn.request(
+                "DELETE", f"/api/v1/namespaces/{ns}/pods?gracePeriodSeconds=0&propagationPolicy=Background"
             )
-        if window is not None:
-            window.end = time.monotonic()
+            if status != 200:
+                raise OpError(f"steadyState: deleting batch {batch}: HTTP {status}: {data[:200]!r}")
+            batch += 1
+        if scheduled == 0:
+            raise OpError(
+                f"createPods op {i}: no pod at all got scheduled in {duration:.0f}s of steady state"
+            )
 
     def _bound_volumes(self, op: Mapping[str, Any], ns: str, pods: list[dict[str, Any]], tag: str) -> None:
         """Upstream's createPods with PV and PVC templates: per pod a PVC and a PV already bound to each

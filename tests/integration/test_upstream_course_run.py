@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.measure import Endpoint
+from bench.run import PY
 from bench.upstream import __main__ as upstream
 from bench.upstream import course
 from bench.upstream.ops import Executor
@@ -90,3 +92,20 @@ def test_churn_recreates_objects_in_the_background_until_the_workload_ends(
     assert ex.churned == rounds
     for n in churned:
         cluster.api("DELETE", f"/api/v1/nodes/{n['metadata']['name']}")
+
+
+@pytest.mark.cluster
+def test_steady_state_keeps_replacing_scheduled_pods_for_its_duration(tmp_path: Path) -> None:
+    # upstream's steadyState createPods: 5 pods, deleted and made anew each time all are scheduled, for 3 s
+    ops: list[dict[str, Any]] = [
+        {"opcode": "createNodes", "count": 3},
+        {"opcode": "createPods", "count": 5, "steadyState": True, "duration": "3s", "collectMetrics": True},
+    ]
+    tc = course.TestCase("SteadyStateSmoke", tmp_path, tuple(ops), ())
+    args = argparse.Namespace(timeout=60, py_log_level="warning")
+    run = upstream.run_workload(tc, course.Workload("smoke", {}), ops, PY, args)
+    assert "error" not in run, run
+    # more pods than one batch got a node: batches were replaced while the window was open
+    assert run["pods"] > 5
+    (window,) = run["windows"]
+    assert window["scheduled"] > 5 and 2.5 < window["seconds"] < 10
