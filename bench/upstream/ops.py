@@ -40,6 +40,7 @@ SUPPORTED = frozenset(
         "barrier",
         "createAny",
         "churn",
+        "updateAny",
         "deletePods",
         "sleep",
         "startCollectingMetrics",
@@ -501,6 +502,45 @@ class Executor:
         finally:
             conn.close()
 
+    def update_any(self, op: Mapping[str, Any], i: int) -> None:
+        """Upstream's updateAny: ``count`` objects rendered from the template (``.Index``, ``.Count``) and
+        PUT (an update without resourceVersion, strict field validation) to the object or to its
+        ``subresources`` (e.g. ``resize``) and then to its status, ``updatePerSecond`` a second (0: all
+        at once).
+        Pods keep the schedulerName we created them with (the field is immutable)."""
+        count = int(op.get("count") or 1)
+        rate = int(op.get("updatePerSecond") or 0)
+        text = self._template(op["templatePath"])
+        t0 = time.monotonic()
+        for k in range(count):
+            obj = yaml.safe_load(render(text, {"Index": k, "Count": count}))
+            kind = obj.get("kind", "")
+            if kind not in KINDS:
+                raise OpError(f"updateAny: kind {kind!r} not translated yet")
+            prefix, plural, namespaced = KINDS[kind]
+            name = obj["metadata"]["name"]
+            ns = op.get("namespace") or ""
+            if ns and not namespaced:
+                raise OpError(f"updateAny: namespace {ns!r} set for cluster-scoped {kind}")
+            if namespaced:
+                obj["metadata"]["namespace"] = ns = ns or obj["metadata"].get("namespace") or "default"
+            if kind == "Pod":
+                obj.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            obj_path = (
+                f"{prefix}/namespaces/{ns}/{plural}/{name}" if namespaced else f"{prefix}/{plural}/{name}"
+            )
+            path = "/".join([obj_path, *(op.get("subresources") or ())])
+            if rate:  # the k-th update not before t0 + k/rate
+                delay = t0 + k / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            body = orjson.dumps(obj)
+            # then the status, as upstream's update does (an update of the object keeps its old status)
+            for target in (path, f"{obj_path}/status"):
+                status, data = self.conn.request("PUT", f"{target}?fieldValidation=Strict", body)
+                if status != 200:
+                    raise OpError(f"updateAny: PUT {target}: HTTP {status}: {data[:300]!r}")
+
     def delete_pods(self, op: Mapping[str, Any], i: int) -> None:
         ns = op["namespace"]
         selector = op.get("labelSelector") or {}
@@ -552,6 +592,7 @@ class Executor:
             "barrier": self.barrier,
             "createAny": self.create_any,
             "churn": self.churn,
+            "updateAny": self.update_any,
             "deletePods": self.delete_pods,
             "sleep": self.sleep,
             "startCollectingMetrics": self.start_metrics,

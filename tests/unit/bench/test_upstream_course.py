@@ -97,8 +97,8 @@ def test_workloads_1_36_cannot_run_say_why(tmp_path: Path) -> None:
 
 def test_operations_not_translated_are_named() -> None:
     assert unsupported([{"opcode": "createPods", "count": 1}]) == []
-    assert unsupported([{"opcode": "updateAny"}, {"opcode": "createPods", "steadyState": True}]) == [
-        "op 0: opcode updateAny not translated yet",
+    assert unsupported([{"opcode": "createPodSets"}, {"opcode": "createPods", "steadyState": True}]) == [
+        "op 0: opcode createPodSets not translated yet",
     ]
 
 
