@@ -209,7 +209,7 @@ class App:
         self.threads.append(f)
 
     def _flusher(self) -> None:
-        while not self.stop_event.wait(1.0):
+        while not self.stop_event.wait(self.queue.next_flush_in()):
             try:
                 self.queue.flush()
                 self.metrics.set_pending(self.queue.pending_pods())
@@ -526,10 +526,18 @@ def build_app(
         on_incoming=metrics.incoming,
         sort_key=first.queue_sort_key,
     )
+    cache = Cache()
+    # DefaultPreemption's async preemption: a preemptor is let through PreEnqueue once its last victim
+    # is gone or terminating (read from the cache), and is activated again if its preemption failed.
+    preemption_hooks = {
+        "assigned_pod": cache.get_pod,
+        "activate": lambda pods: queue.activate([p.uid for p in pods]),
+    }
     handle.nominator = queue
+    handle.extra.update(preemption_hooks)
     for fwk in frameworks.values():
         fwk.handle.nominator = queue
-    cache = Cache()
+        fwk.handle.extra.update(preemption_hooks)
     sched = Scheduler(
         profiles=frameworks,
         queue=queue,

@@ -39,8 +39,9 @@ What the plugin takes from the handle
 ``client.delete_pod(ns, name, uid=...)``; from ``extra``: ``recorder`` (events), ``status_writer``
 (clears nominations), ``metrics`` (``preemption_attempts``, ``preemption_victims``), ``rng`` (a
 ``random.Random`` for the dry run's offset), ``feature_gates`` (``SchedulerAsyncPreemption``, default
-on), ``preemption_runner`` (runs an eviction job; a daemon thread by default), ``pod_lister``
-(``(namespace, name) -> Pod | JSON | None``) and ``activate`` (``(pods) -> None``). Anything missing is
+on), ``preemption_runner`` (runs an eviction job; a daemon thread by default), ``assigned_pod``
+(``uid -> Pod | None``) or ``pod_lister`` (``(namespace, name) -> Pod | JSON | None``) and ``activate``
+(``(pods) -> None``). Anything missing is
 logged and skipped.
 
 Not modelled: extenders' ProcessPreemption, pods in PreBind (kube cancels them in memory), workload

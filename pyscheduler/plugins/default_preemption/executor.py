@@ -16,8 +16,9 @@ With async preemption (kube's SchedulerAsyncPreemption, beta and on by default s
 off the scheduling thread: the preemptor is remembered as "preempting" until it finishes, and the
 plugin's PreEnqueue keeps it out of the active queue meanwhile. All victims but the last are evicted
 first; if one fails the last is spared. While the last one is being evicted the preemptor is let
-through as soon as that victim is seen deleted (through ``extra["pod_lister"]`` when the handle has it).
-On any failure the preemptor is activated again (``extra["activate"]``, when present).
+through as soon as that victim is seen deleted or terminating (``extra["assigned_pod"]``, uid -> the
+bound pod the scheduler's cache holds, which the daemon and the in-process engine provide; else
+``extra["pod_lister"]``). On any failure the preemptor is activated again (``extra["activate"]``).
 """
 
 from __future__ import annotations
@@ -245,6 +246,13 @@ class Executor:
             victim = self._last_victim.get(uid)
         if victim is None:
             return True  # victims are still being evicted
+        assigned = self._extra().get("assigned_pod")  # uid -> the bound pod the scheduler knows, or None
+        if callable(assigned):
+            try:
+                pod = assigned(victim.uid)
+            except Exception:
+                return True
+            return pod is not None and not pod.deleting
         lister = self._extra().get("pod_lister")
         if not callable(lister):
             return True
