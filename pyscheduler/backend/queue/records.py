@@ -20,6 +20,7 @@ IN_FLIGHT = "in_flight"
 # kube's event labels for moves that are not cluster events.
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF = "PopFromBackoffQ"  # an idle activeQ took a pod still backing off
 EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD)
 EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE)
 

@@ -80,7 +80,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pyscheduler.backend.queue.heap import Entry, Heap, LessFn, LessOrder, backoff_order
+from pyscheduler.backend.queue.backoff import NO_BACKOFF, WINDOW, BackoffQueue, align
+from pyscheduler.backend.queue.heap import Entry, Heap, LessFn, LessOrder
 from pyscheduler.backend.queue.hints import (
     InFlight,
     RecordedEvent,
@@ -101,6 +102,7 @@ from pyscheduler.backend.queue.records import (
     IN_FLIGHT,
     POD_ADD_LABEL,
     POD_UPDATE_LABEL,
+    POP_FROM_BACKOFF,
     SCHEDULE_ATTEMPT_FAILURE,
     UNSCHEDULABLE,
     QueuedPodInfo,
@@ -139,6 +141,7 @@ class SchedulingQueue:
         unschedulable_max_stay: float = 300.0,
         on_incoming: IncomingHook | None = None,
         sort_key: SortKeyFn | None = None,
+        pop_from_backoff: bool = True,
     ) -> None:
         if initial_backoff < 0 or max_backoff < 0 or unschedulable_max_stay < 0:
             raise ValueError("backoff and unschedulable durations must be >= 0")
@@ -156,12 +159,13 @@ class SchedulingQueue:
         self._max_backoff = max_backoff
         self._max_stay = unschedulable_max_stay
         self._on_incoming = on_incoming
+        self._pop_from_backoff = pop_from_backoff  # kube's SchedulerPopFromBackoffQ (beta, on)
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._seq = itertools.count()
         self._active = Heap(self._active_order)
-        self._backoff = Heap(backoff_order)
+        self._backoff = BackoffQueue(self._active_order)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         # in flight: uid -> record, in pop order (so the first record has the smallest event index)
@@ -269,7 +273,7 @@ class SchedulingQueue:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
-                while not self._active:
+                while not self._active and not (self._pop_from_backoff and self._backoff.can_pop_early()):
                     if self._closed:
                         return None
                     if deadline is None:
@@ -279,7 +283,13 @@ class SchedulingQueue:
                         if remaining <= 0:
                             return None
                         self._cond.wait(remaining)
-                qpi = self._active.pop().qpi
+                if self._active:
+                    qpi = self._active.pop().qpi
+                else:  # activeQ idle: the best pod still backing off goes now (kube's PopFromBackoffQ)
+                    early = self._backoff.pop_early()
+                    assert early is not None
+                    qpi = early.qpi
+                    self._incoming(ACTIVE, POP_FROM_BACKOFF)
                 uid = qpi.uid
                 if uid in self._in_flight:  # tracked twice: a bug; drop this copy (as kube does)
                     log.error("pod %s popped while already in flight; discarding it", qpi.pod.key)
@@ -390,16 +400,20 @@ class SchedulingQueue:
     def flush_backoff_completed(self) -> None:
         """Move pods whose backoff expired from backoffQ to activeQ (BackoffComplete)."""
         with self._lock:
-            now = self._clock.now()
             activated = False
-            while True:
-                head = self._backoff.peek()
-                if head is None or head.key > now:
-                    break
-                self._backoff.pop()
-                activated |= self._move_to_active(head.qpi, BACKOFF_COMPLETE)
+            for entry in self._backoff.pop_completed(self._clock.now()):
+                # PreEnqueue ran when the pod entered backoffQ (when popping from it is on)
+                activated |= self._move_to_active(
+                    entry.qpi, BACKOFF_COMPLETE, pre_enqueue=not self._pop_from_backoff
+                )
             if activated:
                 self._cond.notify_all()
+
+    def next_flush_in(self) -> float:
+        """Seconds until the next backoff ordering window starts: the flusher runs at window boundaries,
+        so that a whole window of pods leaves backoffQ at once, as kube's aligned ticker does."""
+        now = self._clock.now()
+        return max(0.001, align(now) + WINDOW - now)
 
     def flush_unschedulable_leftover(self) -> None:
         """Requeue pods that stayed unschedulable longer than ``unschedulable_max_stay``
@@ -505,8 +519,13 @@ class SchedulingQueue:
             return len(self._events)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        """When the pod's backoff ends (``timestamp`` + its backoff duration)."""
-        return qpi.timestamp + self._backoff_duration(qpi)
+        """The ordering window in which the pod's backoff ends (``timestamp`` + its backoff duration,
+        aligned down to the window); the pod backs off until that window is over. ``NO_BACKOFF`` for a
+        pod never attempted or when backoff is off (max backoff 0)."""
+        duration = self._backoff_duration(qpi)
+        if duration <= 0:
+            return NO_BACKOFF
+        return align(qpi.timestamp + duration)
 
     def __len__(self) -> int:
         """Pending pods (in-flight ones excluded)."""
@@ -551,7 +570,7 @@ class SchedulingQueue:
         return min(duration, self._max_backoff)
 
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return self.backoff_expiry(qpi) > self._clock.now()
+        return self.backoff_expiry(qpi) >= align(self._clock.now())
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
         """Run PreEnqueue; a rejection gates the pod and adds the gating plugin to its rejectors."""
@@ -588,9 +607,10 @@ class SchedulingQueue:
         if not was_parked:  # kube counts gated pods as entering "unschedulable"
             self._incoming(UNSCHEDULABLE, label)
 
-    def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> bool:
+    def _move_to_active(self, qpi: QueuedPodInfo, label: str, *, pre_enqueue: bool = True) -> bool:
         """PreEnqueue, then activeQ (True) or the gated pool (False)."""
-        self._run_pre_enqueue(qpi)
+        if pre_enqueue:
+            self._run_pre_enqueue(qpi)
         if qpi.gated:
             self._park(qpi, label)
             return False
@@ -604,10 +624,20 @@ class SchedulingQueue:
             self._nominator.add(qpi.pod_info)
         return True
 
-    def _move_to_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
+    def _move_to_backoff(self, qpi: QueuedPodInfo, label: str) -> bool:
+        """backoffQ (True), or the gated pool (False) if PreEnqueue, which runs on the way in when
+        popping from backoffQ is on, rejects the pod."""
+        if self._pop_from_backoff:
+            self._run_pre_enqueue(qpi)
+            if qpi.gated:
+                self._park(qpi, label)
+                return False
         self._detach(qpi.uid)
         self._backoff.push(Entry(qpi, next(self._seq), self.backoff_expiry(qpi)))
         self._incoming(BACKOFF, label)
+        if self._pop_from_backoff:
+            self._cond.notify_all()  # an idle pop() may take it
+        return True
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, label: str) -> str:
         """kube's requeuePodWithQueueingStrategy; returns the queue the pod went to."""
@@ -615,8 +645,7 @@ class SchedulingQueue:
             self._park(qpi, label)
             return GATED if qpi.gated else UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
-            self._move_to_backoff(qpi, label)
-            return BACKOFF
+            return BACKOFF if self._move_to_backoff(qpi, label) else GATED
         if self._move_to_active(qpi, label):
             return ACTIVE
         return GATED

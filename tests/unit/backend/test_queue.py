@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -246,7 +247,8 @@ def test_closed_queue_still_hands_out_remaining_pods() -> None:
 def test_backoff_duration_doubles_and_caps(attempts: int, expected: float) -> None:
     q, clock, _ = new_queue()
     qpi = QueuedPodInfo(pod("a"), clock.now(), attempts=attempts)
-    assert q.backoff_expiry(qpi) == clock.now() + expected
+    # the window (1 s, kube's backoffQ ordering window) the backoff ends in; none before a first attempt
+    assert q.backoff_expiry(qpi) == (math.floor(clock.now() + expected) if expected else -math.inf)
 
 
 def test_failed_pod_without_rejectors_backs_off_then_flushes_to_active() -> None:
@@ -257,10 +259,11 @@ def test_failed_pod_without_rejectors_backs_off_then_flushes_to_active() -> None
     fail(q, qpi)  # an error: no plugin rejected it
     assert q.where("uid-default-a") == BACKOFF
     assert qpi.timestamp == clock.now()  # refreshed on requeue
-    clock.advance(0.999)
+    clock.advance(1.999)
     q.flush()
+    # attempts=1 -> 1 s backoff, ending in window [1004, 1005): backing off until that window is over
     assert q.where("uid-default-a") == BACKOFF
-    clock.advance(0.001)  # attempts=1 -> 1 s backoff, expiry reached exactly
+    clock.advance(0.001)
     q.flush()
     assert q.where("uid-default-a") == ACTIVE
     assert rec.calls == [
@@ -291,7 +294,9 @@ def test_backoff_grows_with_attempts() -> None:
             clock.advance(0.5)
             q.flush()
         waits.append(clock.now() - start)
-    assert waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    # 1, 2, 4, 8, 10, 10 s, each ending in a 1 s window that must be over: a failure at a whole second
+    # waits one window more (kube's alignToWindow)
+    assert waits == [2.0, 3.0, 5.0, 9.0, 11.0, 11.0]
 
 
 def test_backoff_queue_is_ordered_by_expiry() -> None:
@@ -303,7 +308,7 @@ def test_backoff_queue_is_ordered_by_expiry() -> None:
     qa.attempts = 4  # 8 s
     fail(q, qa)
     fail(q, qb)  # 1 s
-    clock.advance(1)
+    clock.advance(2)
     q.flush()
     assert q.where(qb.uid) == ACTIVE and q.where(qa.uid) == BACKOFF
     clock.advance(7)
@@ -344,7 +349,7 @@ def test_event_during_flight_requeues_failed_pod() -> None:
     q.move_all_to_active_or_backoff(NODE_ADD, None, "n1")
     fail(q, qpi, "Fit")
     assert q.where(qpi.uid) == BACKOFF
-    clock.advance(1)
+    clock.advance(2)
     q.flush()
     assert q.where(qpi.uid) == ACTIVE
 
@@ -492,7 +497,7 @@ def test_move_all_uses_rejectors_events_and_hints() -> None:
     q.move_all_to_active_or_backoff(NODE_ADD, None, "small")
     assert q.where(fit.uid) == UNSCHEDULABLE
     assert q.where(aff.uid) == BACKOFF  # still backing off from its failure
-    clock.advance(1)
+    clock.advance(2)
     q.move_all_to_active_or_backoff(NODE_ADD, None, "big")
     assert q.where(fit.uid) == ACTIVE  # backoff already over: straight to activeQ
     assert q.where(taint.uid) == UNSCHEDULABLE
@@ -646,14 +651,30 @@ def test_pod_becoming_gated_on_requeue_goes_to_gated_pool() -> None:
     def pre_enqueue(p: Pod) -> Status | None:
         return Status.pending("later", plugin="Later") if gate["on"] else None
 
+    q, _, _ = new_queue(pre_enqueue=pre_enqueue)
+    q.add(pod("a"))
+    qpi = pop_now(q)
+    gate["on"] = True
+    fail(q, qpi)  # PreEnqueue runs on the way into backoffQ (kube, with SchedulerPopFromBackoffQ)
+    assert q.where(qpi.uid) == GATED
+
+
+def test_pod_leaving_backoff_does_not_run_pre_enqueue_again() -> None:
+    # kube runs PreEnqueue when a pod enters backoffQ, not when it leaves it
+    calls: list[str] = []
+
+    def pre_enqueue(p: Pod) -> Status | None:
+        calls.append(p.name)
+        return None
+
     q, clock, _ = new_queue(pre_enqueue=pre_enqueue)
     q.add(pod("a"))
     qpi = pop_now(q)
     fail(q, qpi)
-    gate["on"] = True
-    clock.advance(1)
+    assert q.where(qpi.uid) == BACKOFF and calls == ["a", "a"]
+    clock.advance(2)
     q.flush()
-    assert q.where(qpi.uid) == GATED
+    assert q.where(qpi.uid) == ACTIVE and calls == ["a", "a"]
 
 
 # ========================================================================================== update / delete
@@ -685,7 +706,7 @@ def test_update_of_unschedulable_pod_requeues_on_spec_change_only() -> None:
     status_only = make_pod("a").nominated("n9").phase("Pending").obj()
     q.update(old, status_only)
     assert q.where(qpi.uid) == UNSCHEDULABLE
-    clock.advance(1)
+    clock.advance(2)
     q.update(status_only, pod("a", label=("x", "y")))
     assert q.where(qpi.uid) == ACTIVE
     assert rec.calls[-1] == (ACTIVE, "UnschedulablePodUpdate")
@@ -1128,3 +1149,73 @@ def test_sort_key_pops_in_the_same_order_as_less(ops: list[tuple[str, int, int]]
 
     rest = [drain(q) for q in (by_less, by_key)]
     assert rest[0] == rest[1]
+
+
+# ========================================================================================== PopFromBackoffQ
+
+
+def _in_backoff(q: SchedulingQueue, name: str, priority: int = 0) -> QueuedPodInfo:
+    """A pod Fit rejected, moved to backoffQ by a node event that arrived while it was in flight."""
+    q.add(pod(name, priority))
+    qpi = pop_now(q)
+    q.move_all_to_active_or_backoff(NODE_ADD, None, "n1")
+    fail(q, qpi, "Fit")
+    assert q.where(qpi.uid) == BACKOFF
+    return qpi
+
+
+def test_an_idle_active_queue_pops_a_pod_still_backing_off() -> None:
+    # kube 1.36 (SchedulerPopFromBackoffQ, beta, on): an idle scheduler does not wait out a backoff
+    q, _, rec = new_queue(events={"Fit": [ClusterEventWithHint(NODE_ADD)]})
+    qpi = _in_backoff(q, "a")
+    got = q.pop(timeout=0)
+    assert got is qpi and q.where(qpi.uid) == IN_FLIGHT
+    assert rec.calls[-1] == (ACTIVE, "PopFromBackoffQ")
+
+
+def test_active_pods_go_before_pods_backing_off() -> None:
+    q, _, _ = new_queue(events={"Fit": [ClusterEventWithHint(NODE_ADD)]})
+    backing_off = _in_backoff(q, "a", priority=100)
+    q.add(pod("b"))
+    first = pop_now(q)
+    assert first.pod.name == "b"
+    assert pop_now(q) is backing_off
+
+
+def test_pods_backing_off_in_one_window_pop_in_priority_order() -> None:
+    q, _, _ = new_queue(events={"Fit": [ClusterEventWithHint(NODE_ADD)]})
+    low = _in_backoff(q, "low", priority=1)
+    high = _in_backoff(q, "high", priority=10)
+    assert pop_now(q) is high
+    assert pop_now(q) is low
+
+
+def test_a_pod_that_failed_with_an_error_waits_out_its_backoff() -> None:
+    q, clock, _ = new_queue()
+    q.add(pod("a"))
+    qpi = pop_now(q)
+    fail(q, qpi, error=True)  # nobody rejected it: kube's podErrorBackoffQ, never popped early
+    assert q.pop(timeout=0) is None
+    clock.advance(2)
+    q.flush()
+    assert pop_now(q) is qpi
+
+
+def test_popping_from_backoff_can_be_switched_off() -> None:
+    q, _, _ = new_queue(events={"Fit": [ClusterEventWithHint(NODE_ADD)]}, pop_from_backoff=False)
+    _in_backoff(q, "a")
+    assert q.pop(timeout=0) is None
+
+
+def test_a_waiting_pop_wakes_when_a_pod_enters_backoff() -> None:
+    q, _, _ = new_queue(events={"Fit": [ClusterEventWithHint(NODE_ADD)]})
+    q.add(pod("a"))
+    qpi = pop_now(q)
+    got: list[QueuedPodInfo | None] = []
+    t = threading.Thread(target=lambda: got.append(q.pop(timeout=10)))
+    t.start()
+    time.sleep(0.05)
+    q.move_all_to_active_or_backoff(NODE_ADD, None, "n1")
+    fail(q, qpi, "Fit")
+    t.join(timeout=5)
+    assert got == [qpi]
