@@ -541,8 +541,9 @@ def test_service_account_can_do_what_the_daemon_does(
     """Every call the daemon makes, made with the ServiceAccount's token through pyscheduler's own client."""
     assert applied["apply"].returncode == 0, applied["apply"].stderr
     from pyscheduler.app import OBJECT_KINDS, POD_FIELD_SELECTOR
-    from pyscheduler.client.api import Api, ApiError
+    from pyscheduler.client.api import Api
     from pyscheduler.client.connection import load_configuration
+    from pyscheduler.client.errors import ApiError
     from pyscheduler.client.leader import LeaderElector
 
     token = cluster.create_token(NAMESPACE, SERVICE_ACCOUNT, seconds=600)
