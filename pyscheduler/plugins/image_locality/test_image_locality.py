@@ -211,6 +211,5 @@ def test_plugin_spec() -> None:
     assert PLUGIN.name == NAME == "ImageLocality"
     assert PLUGIN.args_type is None
     plugin: Any = PLUGIN.new(PLUGIN.decode(None, "args"), make_handle())
-    assert isinstance(plugin, ImageLocality)
     assert plugin.score_extensions() is None
     assert plugin.events_to_register() == []
