@@ -41,6 +41,8 @@ from typing import Any, TypeVar
 
 import orjson
 
+from pyscheduler.framework.helpers.timefmt import rfc3339_micro
+
 T = TypeVar("T")
 
 
@@ -505,7 +507,7 @@ def _scheduled_event(namespace: str, pod: str, node: str, i: int) -> bytes:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": f"{pod}.{int(now * 1e9) + i:x}", "namespace": namespace},
-            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z",
+            "eventTime": rfc3339_micro(now),
             "reportingController": "bench-ceiling",
             "reportingInstance": "bench-ceiling",
             "action": "Binding",

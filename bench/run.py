@@ -46,7 +46,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -387,7 +387,54 @@ def measure_bind_ceiling(env: Env, count: int) -> Ceiling:
     return c
 
 
-def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
+def _create_init_pods(
+    env: Env, wl: Workload, tag: str, prefix: str, watch: PodWatch, alive_or_raise: Callable[[], None]
+) -> list[str]:
+    """The workload's init pods, created and waited for until all are bound; returns their names."""
+    a = env.args
+    pods_path = f"/api/v1/namespaces/{NS}/pods"
+    init_names = [f"{tag}-i{k}" for k in range(wl.init_pods)]
+    if init_names:
+        t0 = time.monotonic()
+        errs = post_objects(env.endpoint, pods_path, encode(wl.init_template, init_names), a.creators)
+        if errs:
+            raise RuntimeError(f"creating init pods: {errs[:3]}")
+        say(f"{prefix} init: {len(init_names)} pods created in {time.monotonic() - t0:.1f}s")
+
+        def init_tick() -> None:
+            alive_or_raise()
+            say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound")
+
+        ok = watch.wait(lambda: watch.count_bound(init_names) == len(init_names), a.timeout, init_tick)
+        say(
+            f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound "
+            f"in {time.monotonic() - t0:.1f}s"
+        )
+        if not ok:
+            raise RuntimeError("init pods not all bound within the timeout")
+    return init_names
+
+
+def _create_unschedulable_pods(env: Env, wl: Workload, tag: str, prefix: str, watch: PodWatch) -> list[str]:
+    """Pods that fit nowhere, tried (and found unschedulable) before the measured pods; their names."""
+    pods_path = f"/api/v1/namespaces/{NS}/pods"
+    unsched_names = [f"{tag}-u{k}" for k in range(wl.unschedulable_pods)]
+    if unsched_names:
+        t0 = time.monotonic()
+        errs = post_objects(
+            env.endpoint, pods_path, encode(wl.unschedulable_template, unsched_names), env.args.creators
+        )
+        if errs:
+            raise RuntimeError(f"creating unschedulable pods: {errs[:3]}")
+        watch.wait(lambda: sum(n in watch.unschedulable for n in unsched_names) == len(unsched_names), 60)
+        say(
+            f"{prefix} unschedulable: {sum(n in watch.unschedulable for n in unsched_names)}/"
+            f"{len(unsched_names)} marked PodScheduled=False in {time.monotonic() - t0:.1f}s"
+        )
+    return unsched_names
+
+
+def run_one(
     env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int, profile_dir: Path | None
 ) -> dict[str, Any]:
     a = env.args
@@ -416,41 +463,8 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
             if not sched.alive():
                 raise RuntimeError(f"{sched.name} died:\n{sched.log_tail()}")
 
-        # init pods
-        init_names = [f"{tag}-i{k}" for k in range(wl.init_pods)]
-        if init_names:
-            t0 = time.monotonic()
-            errs = post_objects(env.endpoint, pods_path, encode(wl.init_template, init_names), a.creators)
-            if errs:
-                raise RuntimeError(f"creating init pods: {errs[:3]}")
-            say(f"{prefix} init: {len(init_names)} pods created in {time.monotonic() - t0:.1f}s")
-
-            def init_tick() -> None:
-                alive_or_raise()
-                say(f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound")
-
-            ok = watch.wait(lambda: watch.count_bound(init_names) == len(init_names), a.timeout, init_tick)
-            say(
-                f"{prefix} init: {watch.count_bound(init_names)}/{len(init_names)} bound "
-                f"in {time.monotonic() - t0:.1f}s"
-            )
-            if not ok:
-                raise RuntimeError("init pods not all bound within the timeout")
-
-        # pods that fit nowhere, tried (and found unschedulable) before the measured pods
-        unsched_names = [f"{tag}-u{k}" for k in range(wl.unschedulable_pods)]
-        if unsched_names:
-            t0 = time.monotonic()
-            errs = post_objects(
-                env.endpoint, pods_path, encode(wl.unschedulable_template, unsched_names), a.creators
-            )
-            if errs:
-                raise RuntimeError(f"creating unschedulable pods: {errs[:3]}")
-            watch.wait(lambda: sum(n in watch.unschedulable for n in unsched_names) == len(unsched_names), 60)
-            say(
-                f"{prefix} unschedulable: {sum(n in watch.unschedulable for n in unsched_names)}/"
-                f"{len(unsched_names)} marked PodScheduled=False in {time.monotonic() - t0:.1f}s"
-            )
+        init_names = _create_init_pods(env, wl, tag, prefix, watch, alive_or_raise)
+        unsched_names = _create_unschedulable_pods(env, wl, tag, prefix, watch)
 
         # measured pods
         names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
@@ -467,18 +481,7 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
 
         if a.precreate:
             # Scheduling alone: the measured pods exist before a fresh scheduler process starts.
-            sched.stop()
-            if not a.keep_logs:
-                sched.cleanup()
-            t_c = time.monotonic()
-            creator()
-            if create_errors:
-                raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
-            say(
-                f"{prefix} {len(names)} measured pods created in {time.monotonic() - t_c:.1f}s, "
-                "no scheduler running; starting a new one"
-            )
-            sched = make()
+            sched = _precreate(env, sched, make, creator, create_errors, len(names), prefix)
         plane = {p.name: ProcStats(p.popen.pid) for p in env.cluster.procs}
         plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
         bench0 = sum(os.times()[:2])
@@ -520,23 +523,20 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
         created.wait(30)
         if create_errors:
             raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
-        binds = [watch.bound[n] for n in names if n in watch.bound]
-        lat_ms = [1000.0 * (watch.bound[n] - sent[n]) for n in names if n in watch.bound and n in sent]
-        samples = throughput_samples(binds)
-        per_node = Counter(watch.nodes[n] for n in names if n in watch.nodes)
+        figures = _bind_figures(watch, names, sent, t0)
         result.update(
             complete=done,
             nodes=len(env.nodes),
             init_pods=len(init_names),
             unschedulable_pods=len(unsched_names),
             measured_pods=len(names),
-            bound=len(binds),
+            bound=figures["bound"],
             seconds=t_end - t0,
-            overall_pods_per_second=len(binds) / (max(binds) - t0) if binds else 0.0,
-            throughput=Summary.of(samples).as_dict(),
-            throughput_samples=samples,
-            timeline=timeline(binds, t0),
-            latency_ms=Summary.of(lat_ms).as_dict() | {"max": max(lat_ms, default=math.nan)},
+            overall_pods_per_second=figures["overall_pods_per_second"],
+            throughput=figures["throughput"],
+            throughput_samples=figures["throughput_samples"],
+            timeline=figures["timeline"],
+            latency_ms=figures["latency_ms"],
             cpu_seconds=cpu1 - cpu0,
             cpu_seconds_total=cpu1,
             peak_rss_mb=rss,
@@ -544,15 +544,15 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
             bench_cpu_seconds=bench_cpu,
             loadavg_1m_before=load0,
             victims_deleted=sum(1 for n in init_names if n in watch.deleted),
-            max_pods_per_node=max(per_node.values(), default=0),
-            nodes_used=len(per_node),
+            max_pods_per_node=figures["max_pods_per_node"],
+            nodes_used=figures["nodes_used"],
             watch_error=watch.error,
         )
         if profiler is not None:
             result["profile"] = str(profiler.out)
         thr = result["throughput"]
         say(
-            f"{prefix} done: {len(binds)}/{len(names)} bound in {t_end - t0:.1f}s, "
+            f"{prefix} done: {result['bound']}/{len(names)} bound in {t_end - t0:.1f}s, "
             f"throughput avg {thr['avg']:.1f} pods/s, latency p50 {result['latency_ms']['p50']:.0f} ms "
             f"p99 {result['latency_ms']['p99']:.0f} ms, CPU {result['cpu_seconds']:.1f}s, RSS {rss:.0f} MB"
             + ("" if done else "  ** TIMED OUT **")
@@ -565,6 +565,37 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
             profiler.stop()
         sched.stop()
         watch.stop()
+    _finish_run(env, sched, result, prefix)
+    return result
+
+
+def _precreate(
+    env: Env,
+    sched: Scheduler,
+    make: Callable[[], Scheduler],
+    creator: Callable[[], None],
+    create_errors: list[str],
+    count: int,
+    prefix: str,
+) -> Scheduler:
+    """--precreate: stop the scheduler, create the measured pods with none running, and return a new
+    (not yet started) scheduler."""
+    sched.stop()
+    if not env.args.keep_logs:
+        sched.cleanup()
+    t_c = time.monotonic()
+    creator()
+    if create_errors:
+        raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
+    say(
+        f"{prefix} {count} measured pods created in {time.monotonic() - t_c:.1f}s, "
+        "no scheduler running; starting a new one"
+    )
+    return make()
+
+
+def _finish_run(env: Env, sched: Scheduler, result: dict[str, Any], prefix: str) -> None:
+    """Count the run's events into ``result``; keep the scheduler's log if the run failed or was asked to."""
     with contextlib.suppress(Exception):
         out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/events?limit=1")
         result["events_in_namespace"] = len(out["items"]) + int(out["metadata"].get("remainingItemCount", 0))
@@ -572,7 +603,25 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
         say(f"{prefix} scheduler log kept in {sched.log_dir}")
     else:
         sched.cleanup()
-    return result
+
+
+def _bind_figures(watch: PodWatch, names: list[str], sent: dict[str, float], t0: float) -> dict[str, Any]:
+    """What the watch saw of the measured pods: binds, throughput, latency from creation (or from the
+    scheduler's start with --precreate), and how they spread over the nodes."""
+    binds = [watch.bound[n] for n in names if n in watch.bound]
+    lat_ms = [1000.0 * (watch.bound[n] - sent[n]) for n in names if n in watch.bound and n in sent]
+    samples = throughput_samples(binds)
+    per_node = Counter(watch.nodes[n] for n in names if n in watch.nodes)
+    return {
+        "bound": len(binds),
+        "overall_pods_per_second": len(binds) / (max(binds) - t0) if binds else 0.0,
+        "throughput": Summary.of(samples).as_dict(),
+        "throughput_samples": samples,
+        "timeline": timeline(binds, t0),
+        "latency_ms": Summary.of(lat_ms).as_dict() | {"max": max(lat_ms, default=math.nan)},
+        "max_pods_per_node": max(per_node.values(), default=0),
+        "nodes_used": len(per_node),
+    }
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -767,24 +816,52 @@ def _exit_on_sigterm(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds: schedulers stopped, cluster stopped
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (over 15 branches; to split, issue #22)
-    a = parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    all_wls = workloads(a.nodes, a.pods)
+def _choices(a: argparse.Namespace, all_wls: Mapping[str, Workload]) -> tuple[list[str], list[str]] | None:
+    """The workloads and schedulers asked for (and py-spy found for --profile); None (said why) if not."""
     chosen = [w.strip() for w in a.workloads.split(",") if w.strip()] or list(all_wls)
     unknown = [w for w in chosen if w not in all_wls]
     if unknown:
         say(f"unknown workload(s) {unknown}; choose from {', '.join(all_wls)}")
-        return 2
+        return None
     scheds = [s.strip() for s in a.schedulers.split(",") if s.strip()]
     if any(s not in SCHEDULERS for s in scheds):
         say(f"--schedulers: choose from {', '.join(SCHEDULERS)}")
-        return 2
+        return None
     if a.profile:
         a.py_spy = find_py_spy(a.py_spy)
         if not a.py_spy:
             say("--profile needs py-spy (pip install py-spy into any venv; pass --py-spy PATH)")
-            return 2
+            return None
+    return chosen, scheds
+
+
+def _summarise_profiles(results: dict[str, Any]) -> None:
+    """Each pyscheduler run's py-spy profile: its summary into the run's result, the top functions said."""
+    for name, res in results.items():
+        for r in res["runs"].get(PY, []):
+            prof = r.get("profile")
+            if prof and Path(prof).exists() and Path(prof).stat().st_size:
+                r["profile_summary"] = ps = profile_summary(Path(prof))
+                say(
+                    f"\npy-spy profile of pyscheduler, {name} (measured phase, {ps['samples']} samples): "
+                    f"{prof}"
+                )
+                say("  self %   function")
+                for fn, share in ps["self"][:20]:
+                    say(f"  {share:6.1f}   {fn}")
+                say("  inclusive %   function")
+                for fn, share in ps["inclusive"][:25]:
+                    say(f"  {share:6.1f}   {fn}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    all_wls = workloads(a.nodes, a.pods)
+    choices = _choices(a, all_wls)
+    if choices is None:
+        return 2
+    chosen, scheds = choices
     a.out.mkdir(parents=True, exist_ok=True)
     out_path = results_path(a.out, a.nodes)
     profile_dir = out_path.with_suffix("") if a.profile else None
@@ -878,21 +955,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (over 15 branc
                     str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series))
                 )
     if profile_dir is not None:
-        for name, res in results.items():
-            for r in res["runs"].get(PY, []):
-                prof = r.get("profile")
-                if prof and Path(prof).exists() and Path(prof).stat().st_size:
-                    r["profile_summary"] = ps = profile_summary(Path(prof))
-                    say(
-                        f"\npy-spy profile of pyscheduler, {name} (measured phase, {ps['samples']} samples): "
-                        f"{prof}"
-                    )
-                    say("  self %   function")
-                    for fn, share in ps["self"][:20]:
-                        say(f"  {share:6.1f}   {fn}")
-                    say("  inclusive %   function")
-                    for fn, share in ps["inclusive"][:25]:
-                        say(f"  {share:6.1f}   {fn}")
+        _summarise_profiles(results)
     doc = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git": git_info(),

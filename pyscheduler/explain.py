@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +37,9 @@ from pyscheduler.framework.clock import RealClock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.runtime import FitError, FrameworkHandle
+from pyscheduler.framework.runtime import FitError, Framework, FrameworkHandle
 from pyscheduler.framework.status import Code, Status
-from pyscheduler.framework.types import MalformedObject, Node, Pod
+from pyscheduler.framework.types import MalformedObject, Node, NodeInfo, Pod
 from pyscheduler.framework.waiting_pods import WaitingPods
 from pyscheduler.plugin_log import format_traceback
 
@@ -86,9 +87,24 @@ class Explanation:
     def ranked(self) -> list[tuple[str, int, dict[str, int]]]:
         return sorted(self.scores, key=lambda s: (-s[1], s[0]))
 
-    def render(self, top: int = 5) -> str:  # noqa: C901 (over 15 branches; to split, issue #22)
-        p = self.pod
-        out = [f"pod {p.key} (profile {self.profile}, priority {p.priority})"]
+    def render(self, top: int = 5) -> str:
+        out = [f"pod {self.pod.key} (profile {self.profile}, priority {self.pod.priority})"]
+        out.extend(self._context_lines())
+        out.extend(self._stop_lines())
+        out.extend(self._rejection_lines())
+        if self.fits:
+            out.extend(self._fit_lines(top))
+        elif not self.failed and (self.pre_filter is not None or self.rejected):
+            out.append(f"  no node fits: {self.summary}")
+        if self.bound_to:
+            out.extend(self._where_it_is())
+        if self.timings:
+            out.extend(self._timing_lines())
+        return "\n".join(out)
+
+    def _context_lines(self) -> list[str]:
+        """Which configuration answered, and whether the pod is replayed from its node."""
+        out = []
         if self.config_file:
             out.append(f"  config: {self.config_file} (from {self.config_from or '--config'})")
         else:
@@ -101,6 +117,12 @@ class Explanation:
                 f"  bound to {self.bound_to}; replayed as if pending (no nodeName, itself removed from "
                 f"{self.bound_to}): where it would go now"
             )
+        return out
+
+    def _stop_lines(self) -> list[str]:
+        """What stops the pod before Filter: a PreEnqueue gate, plugin errors, a PreFilter rejection."""
+        out = []
+        p = self.pod
         if self.gated is not None:
             out.append(f"  gated by PreEnqueue plugin {self.gated.plugin or '?'}: {self.gated.message()}")
             if p.scheduling_gates:
@@ -114,43 +136,47 @@ class Explanation:
                 out.extend("    " + line for line in format_traceback(st.error).splitlines())
         if self.pre_filter is not None:
             out.append(f"  PreFilter {self.pre_filter.plugin}: {self.pre_filter.message()}")
+        return out
+
+    def _rejection_lines(self) -> list[str]:
         by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
         for node, st in self.rejected.items():
             by_reason[(st.plugin or "?", st.message())].append(node)
-        if by_reason:
-            out.append(f"  {len(self.rejected)} of {self.num_nodes} nodes rejected the pod:")
-            for (plugin, msg), nodes in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-                names = ", ".join(sorted(nodes)[:6]) + (", ..." if len(nodes) > 6 else "")
-                out.append(f"    {len(nodes):>4} x {plugin}: {msg}   [{names}]")
-        if self.fits:
-            out.append(f"  {len(self.fits)} node(s) fit.")
-            ranked = self.ranked()
-            if ranked:
-                out.append("  best scores (weighted, per plugin):")
-                for name, total, detail in ranked[:top]:
-                    out.append(f"    {name:<30} {total:>5}  ({_parts(detail)})")
-                best = [s[0] for s in ranked if s[1] == ranked[0][1]]
-                if len(best) == 1:
-                    out.append(f"  it would go to {best[0]} now.")
-                else:  # kube-scheduler picks one of the tied nodes at random
-                    out.append(
-                        f"  it would go to one of {', '.join(best[:6])}{', ...' if len(best) > 6 else ''} (tied) now."
-                    )
-        elif not self.failed and (self.pre_filter is not None or self.rejected):
-            out.append(f"  no node fits: {self.summary}")
-        if self.bound_to:
-            out.extend(self._where_it_is())
-        if self.timings:
-            out.append("  time per plugin (ms, this run; slowest first):")
-            per_plugin: dict[str, dict[str, float]] = defaultdict(dict)
-            for (point, plugin), secs in self.timings.items():
-                per_plugin[plugin][point] = secs
-            for plugin, points in sorted(per_plugin.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
-                by_point = ", ".join(
-                    f"{pt} {v * 1000:.3f}" for pt, v in sorted(points.items(), key=lambda kv: -kv[1])
+        if not by_reason:
+            return []
+        out = [f"  {len(self.rejected)} of {self.num_nodes} nodes rejected the pod:"]
+        for (plugin, msg), nodes in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            names = ", ".join(sorted(nodes)[:6]) + (", ..." if len(nodes) > 6 else "")
+            out.append(f"    {len(nodes):>4} x {plugin}: {msg}   [{names}]")
+        return out
+
+    def _fit_lines(self, top: int) -> list[str]:
+        out = [f"  {len(self.fits)} node(s) fit."]
+        ranked = self.ranked()
+        if ranked:
+            out.append("  best scores (weighted, per plugin):")
+            for name, total, detail in ranked[:top]:
+                out.append(f"    {name:<30} {total:>5}  ({_parts(detail)})")
+            best = [s[0] for s in ranked if s[1] == ranked[0][1]]
+            if len(best) == 1:
+                out.append(f"  it would go to {best[0]} now.")
+            else:  # kube-scheduler picks one of the tied nodes at random
+                out.append(
+                    f"  it would go to one of {', '.join(best[:6])}{', ...' if len(best) > 6 else ''} (tied) now."
                 )
-                out.append(f"    {plugin:<32} {sum(points.values()) * 1000:>9.3f}  ({by_point})")
-        return "\n".join(out)
+        return out
+
+    def _timing_lines(self) -> list[str]:
+        out = ["  time per plugin (ms, this run; slowest first):"]
+        per_plugin: dict[str, dict[str, float]] = defaultdict(dict)
+        for (point, plugin), secs in self.timings.items():
+            per_plugin[plugin][point] = secs
+        for plugin, points in sorted(per_plugin.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+            by_point = ", ".join(
+                f"{pt} {v * 1000:.3f}" for pt, v in sorted(points.items(), key=lambda kv: -kv[1])
+            )
+            out.append(f"    {plugin:<32} {sum(points.values()) * 1000:>9.3f}  ({by_point})")
+        return out
 
     def _where_it_is(self) -> list[str]:
         node = self.bound_to
@@ -177,7 +203,7 @@ def _parts(detail: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(detail.items(), key=lambda kv: (-kv[1], kv[0])) if v)
 
 
-def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
+def explain(
     pod_json: Mapping[str, Any],
     nodes_json: list[dict[str, Any]],
     pods_json: list[dict[str, Any]],
@@ -196,28 +222,10 @@ def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
         pod_json = copy.deepcopy(dict(pod_json))
         pod_json["spec"].pop("nodeName", None)
     pod = Pod.from_dict(dict(pod_json))
-    cache = Cache()
-    for n in nodes_json:
-        try:
-            cache.add_node(Node.from_dict(n))
-        except MalformedObject:
-            continue
-    for pj in pods_json:
-        try:
-            p = Pod.from_dict(pj)
-        except MalformedObject:
-            continue
-        if p.node_name and p.uid != pod.uid and p.phase not in ("Succeeded", "Failed"):
-            cache.add_pod(p)
-    store = ObjectStore()
-    for kind, items in objects.items():
-        for o in items:
-            store.put(kind, slim(o))
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
+    snapshot = _cluster_snapshot(pod, nodes_json, pods_json)
     handle = FrameworkHandle(
         snapshot=snapshot,
-        objects=store,
+        objects=_object_store(objects),
         client=None,
         waiting_pods=WaitingPods(),
         nominator=None,
@@ -241,6 +249,43 @@ def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
         bound_to=bound_to,
         timings=timings.seconds,
     )
+    _run_cycle(fwk, ex, nodes)
+    return ex
+
+
+def _cluster_snapshot(
+    pod: Pod, nodes_json: list[dict[str, Any]], pods_json: list[dict[str, Any]]
+) -> Snapshot:
+    """The snapshot of the nodes and the running pods but ``pod`` itself; malformed objects are skipped."""
+    cache = Cache()
+    for n in nodes_json:
+        try:
+            cache.add_node(Node.from_dict(n))
+        except MalformedObject:
+            continue
+    for pj in pods_json:
+        try:
+            p = Pod.from_dict(pj)
+        except MalformedObject:
+            continue
+        if p.node_name and p.uid != pod.uid and p.phase not in ("Succeeded", "Failed"):
+            cache.add_pod(p)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    return snapshot
+
+
+def _object_store(objects: Mapping[str, list[dict[str, Any]]]) -> ObjectStore:
+    store = ObjectStore()
+    for kind, items in objects.items():
+        for o in items:
+            store.put(kind, slim(o))
+    return store
+
+
+def _run_cycle(fwk: Framework, ex: Explanation, nodes: list[NodeInfo]) -> None:
+    """PreEnqueue, PreFilter, Filter over every node and Score, recording each outcome in ``ex``."""
+    pod = ex.pod
     gate = fwk.run_pre_enqueue_plugins(pod)
     if gate is not None and not gate.is_success():
         if gate.code == Code.ERROR:
@@ -253,12 +298,30 @@ def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
     if st is not None and not st.is_success():
         if st.code == Code.ERROR:
             ex.errors.append(st)
-            return ex
+            return
         ex.pre_filter = st
         diagnosis.pre_filter_msg = st.message()
         ex.summary = FitError(pod, len(nodes), diagnosis).message()
-        return ex
+        return
     allowed = None if pre_res is None or pre_res.all_nodes() else pre_res.node_names
+    feasible = _filter(fwk, state, ex, nodes, allowed)
+    if ex.failed:
+        return
+    ex.fits = [n.name for n in feasible]
+    diagnosis.node_to_status = dict(ex.rejected)
+    ex.summary = FitError(pod, len(nodes), diagnosis).message()
+    if feasible:
+        _score(fwk, state, ex, feasible)
+
+
+def _filter(
+    fwk: Framework,
+    state: CycleState,
+    ex: Explanation,
+    nodes: list[NodeInfo],
+    allowed: AbstractSet[str] | None,
+) -> list[NodeInfo]:
+    """Filter every node PreFilter allowed; rejections and errors go to ``ex``; returns the feasible."""
     candidates = []
     for ni in nodes:
         if allowed is not None and ni.name not in allowed:
@@ -267,7 +330,7 @@ def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
             )
         else:
             candidates.append(ni)
-    statuses, _ = fwk.run_filter_plugins_counted(state, pod, candidates)
+    statuses, _ = fwk.run_filter_plugins_counted(state, ex.pod, candidates)
     feasible = []
     for ni, s in zip(candidates, statuses, strict=True):
         if s is None or s.is_success():
@@ -277,21 +340,18 @@ def explain(  # noqa: C901 (over 15 branches; to split, issue #22)
                 ex.errors.append(s)
         else:
             ex.rejected[ni.name] = s
-    if ex.failed:
-        return ex
-    ex.fits = [n.name for n in feasible]
-    diagnosis.node_to_status = dict(ex.rejected)
-    ex.summary = FitError(pod, len(nodes), diagnosis).message()
-    if feasible:
-        pst = fwk.run_pre_score_plugins(state, pod, feasible)
-        if pst is not None and not pst.is_success():
-            ex.errors.append(pst)
-        else:
-            scored, sst = fwk.run_score_plugins(state, pod, feasible)
-            if sst is not None and not sst.is_success():
-                ex.errors.append(sst)
-            ex.scores = scored
-    return ex
+    return feasible
+
+
+def _score(fwk: Framework, state: CycleState, ex: Explanation, feasible: list[NodeInfo]) -> None:
+    pst = fwk.run_pre_score_plugins(state, ex.pod, feasible)
+    if pst is not None and not pst.is_success():
+        ex.errors.append(pst)
+        return
+    scored, sst = fwk.run_score_plugins(state, ex.pod, feasible)
+    if sst is not None and not sst.is_success():
+        ex.errors.append(sst)
+    ex.scores = scored
 
 
 # kinds plugins read, listed once (same set the daemon watches)

@@ -86,6 +86,7 @@ from pyscheduler.framework.types import (
     NodeInfo,
     Pod,
     Resource,
+    Toleration,
 )
 
 log = structlog.get_logger("pyscheduler.extender")
@@ -196,8 +197,16 @@ def _container_json(c: Container) -> JSON:
     return d
 
 
-def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, issue #22)
+def pod_to_json(pod: Pod) -> JSON:
     """A v1 Pod rebuilt from the scheduler's record (see the module docstring for what is left out)."""
+    return {  # no TypeMeta, as kube sends it
+        "metadata": _pod_meta_json(pod),
+        "spec": _pod_spec_json(pod),
+        "status": _pod_status_json(pod),
+    }
+
+
+def _pod_meta_json(pod: Pod) -> JSON:
     meta: JSON = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
     if pod.resource_version:
         meta["resourceVersion"] = pod.resource_version
@@ -212,6 +221,10 @@ def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, is
             {"kind": r.kind, "name": r.name, "uid": r.uid, **({"controller": True} if r.controller else {})}
             for r in pod.owner_references
         ]
+    return meta
+
+
+def _pod_spec_json(pod: Pod) -> JSON:
     spec: JSON = {}
     if pod.init_containers:
         spec["initContainers"] = [_container_json(c) for c in pod.init_containers]
@@ -226,20 +239,7 @@ def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, is
         spec["affinity"] = pod.affinity
     spec["schedulerName"] = pod.scheduler_name
     if pod.tolerations:
-        tols = []
-        for t in pod.tolerations:
-            tj: JSON = {}
-            if t.key:
-                tj["key"] = t.key
-            tj["operator"] = t.operator
-            if t.value:
-                tj["value"] = t.value
-            if t.effect:
-                tj["effect"] = t.effect
-            if t.toleration_seconds is not None:
-                tj["tolerationSeconds"] = t.toleration_seconds
-            tols.append(tj)
-        spec["tolerations"] = tols
+        spec["tolerations"] = [_toleration_json(t) for t in pod.tolerations]
     spec["priority"] = pod.priority
     spec["preemptionPolicy"] = pod.preemption_policy
     if pod.overhead is not None:
@@ -250,6 +250,24 @@ def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, is
         spec["volumes"] = list(pod.volumes)
     if pod.scheduling_gates:
         spec["schedulingGates"] = [{"name": g} for g in pod.scheduling_gates]
+    return spec
+
+
+def _toleration_json(t: Toleration) -> JSON:
+    tj: JSON = {}
+    if t.key:
+        tj["key"] = t.key
+    tj["operator"] = t.operator
+    if t.value:
+        tj["value"] = t.value
+    if t.effect:
+        tj["effect"] = t.effect
+    if t.toleration_seconds is not None:
+        tj["tolerationSeconds"] = t.toleration_seconds
+    return tj
+
+
+def _pod_status_json(pod: Pod) -> JSON:
     status: JSON = {"phase": pod.phase}
     if pod.scheduled_condition is not None:
         st, reason, message = pod.scheduled_condition
@@ -261,7 +279,7 @@ def pod_to_json(pod: Pod) -> JSON:  # noqa: C901 (over 15 branches; to split, is
         status["conditions"] = [cond]
     if pod.nominated_node_name:
         status["nominatedNodeName"] = pod.nominated_node_name
-    return {"metadata": meta, "spec": spec, "status": status}  # no TypeMeta, as kube sends it
+    return status
 
 
 def node_to_json(node: Node) -> JSON:

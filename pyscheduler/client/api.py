@@ -1,71 +1,74 @@
-"""The one boundary between the scheduler and the API server: plain JSON over a keep-alive urllib3 pool.
+"""The API the scheduler talks to: resources, lists, watches and the scheduler's own verbs.
 
-Design
-------
-``Api`` is built from a ``kubernetes.client.Configuration`` (see ``connection.py``) but uses none of the
-kubernetes package's generated models or API classes: they deserialize every field of every object into
-Python objects, which costs more than scheduling the pod. Instead:
+``Api`` is the one boundary between the scheduler and the API server. It is a ``Transport``
+(``transport.py``: connections, credentials, rate limit, retries) plus what the calls mean:
 
-- **Transport.** One ``urllib3.PoolManager`` built from the Configuration's TLS settings (CA file or data,
-  client certificate and key, ``verify_ssl``, ``tls_server_name``, proxy), keep-alive, ``maxsize`` 64 by
-  default, TCP keepalive probes so a dead peer is noticed, urllib3's own retries off. The
-  ``Authorization`` header comes from ``Configuration.auth_settings()``, cached for 10 s and dropped
-  after a 401; that call runs the kubeconfig/in-cluster ``refresh_api_key_hook``, so rotating
-  ServiceAccount tokens and exec/OIDC credentials keep working.
-- **JSON.** Request bodies are encoded and responses decoded with orjson. Responses are returned as
-  the API's own JSON (``dict``); turning them into records is the caller's business.
-- **Rate limit.** A client-side token bucket (``qps``/``burst``, as client-go's ``--kube-api-qps`` and
-  ``--kube-api-burst``; 0 means unlimited). Every attempt, retries and watches included, takes a token.
-- **Retries.** tenacity, exponential backoff with jitter, ``max_attempts`` attempts in all, on
-  connection errors, timeouts, 429 and 5xx (a ``Retry-After`` header is honoured up to 10 s). Other 4xx
-  are final at once. The final failure is an ``ApiError`` (``status`` 0 for transport failures, see
-  ``ApiConnectionError``), whose ``str`` names the method, path, HTTP status, the API's ``reason`` and
-  its message verbatim (e.g. ``pods "x" is forbidden: User "..." cannot create resource
-  "pods/binding" in API group "" in the namespace "ns"``).
+- **Resources.** ``KINDS`` names every kind the scheduler reads or writes (API prefix, plural,
+  namespaced); ``resource_path`` builds a collection, object or subresource path from it, and
+  ``get``/``create``/``update``/``update_status``/``patch``/``delete`` work on any of them.
 - **Lists** are paginated with ``limit``/``continue``; when a continue token expires mid-list (410)
   the list restarts without pagination, as client-go's pager does.
-- **Watches** are streamed: one GET with ``watch=1``, read with ``read1`` as chunks arrive and split on
-  newlines. A ``Watch`` is an iterator of ``(type, object)`` that another thread can ``stop()`` (the
-  socket is shut down, so a blocked read returns at once). The client read timeout is the server's
-  ``timeoutSeconds`` plus a margin, so a silently dead connection cannot hang a reflector forever.
-  410 (as HTTP status or as an ERROR event) raises ``GoneError``.
+- **Watches** are streamed (``watch.py``): ``Api.watch`` returns a ``Watch`` another thread can stop.
+- **Scheduler verbs.** ``bind`` (the Binding subresource, its errors returned as a ``Status``),
+  ``patch_pod_status`` (a condition, ``nominatedNodeName``), ``delete_pod`` (preemption),
+  ``create_event``.
 
-Everything here is thread-safe: the scheduler's reflectors, binder, event recorder and writer threads
-share one ``Api``.
+Failures raise ``ApiError`` (``errors.py``). The error classes, the token bucket, the pool factory and
+``Watch`` are importable from here too, so a caller of ``Api`` needs one import.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import socket
-import ssl
-import threading
-import time
 import urllib.parse
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
 import structlog
-import urllib3
-from kubernetes import client as k8s_client
-from kubernetes.client.rest import should_bypass_proxies
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from pyscheduler.client.http_worker import HttpWorker, WorkerError, exchange
-from pyscheduler.framework.clock import Clock, RealClock
+from pyscheduler.client.errors import (
+    ApiConnectionError,
+    ApiError,
+    FencedError,
+    GoneError,
+    error_from_response,
+    is_conflict,
+    is_forbidden,
+    is_gone,
+    is_not_found,
+    is_retryable,
+)
+from pyscheduler.client.ratelimit import TokenBucket
+from pyscheduler.client.transport import JSON, USER_AGENT, Query, Transport, make_pool, pool_kwargs
+from pyscheduler.client.watch import Watch
 from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Pod
 
 log = structlog.get_logger("pyscheduler.client")
 
-JSON = dict[str, Any]
-USER_AGENT: Final = "pyscheduler/0.1.0"
-AUTH_REFRESH_SECONDS: Final = 10.0
-MAX_RETRY_AFTER: Final = 10.0
+__all__ = [
+    "JSON",
+    "KINDS",
+    "PATCH_CONTENT_TYPES",
+    "USER_AGENT",
+    "Api",
+    "ApiConnectionError",
+    "ApiError",
+    "FencedError",
+    "GoneError",
+    "Query",
+    "TokenBucket",
+    "Watch",
+    "error_from_response",
+    "is_conflict",
+    "is_forbidden",
+    "is_gone",
+    "is_not_found",
+    "is_retryable",
+    "make_pool",
+    "pool_kwargs",
+    "resource_path",
+]
 
 PATCH_CONTENT_TYPES: Final = {
     "merge": "application/merge-patch+json",
@@ -103,236 +106,6 @@ KINDS: Final[dict[str, tuple[str, str, bool]]] = {
 }
 
 
-# --------------------------------------------------------------------------------------------- errors
-
-
-class ApiError(Exception):
-    """A failed API call. ``status`` is the HTTP status (0: no response: connection error or timeout),
-    ``reason`` the API Status's reason (``Conflict``, ``NotFound``, ``Forbidden``, ``Expired``, ...) or
-    the HTTP reason phrase, ``message`` the API server's message verbatim."""
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        method: str,
-        path: str,
-        *,
-        retry_after: float | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.method = method
-        self.path = path
-        self.retry_after = retry_after
-        self.details: Mapping[str, Any] = details or {}
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        if self.status:
-            return f"{self.method} {self.path}: HTTP {self.status} {self.reason}: {self.message}"
-        return f"{self.method} {self.path}: {self.reason}: {self.message}"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.status, self.reason, self.message, self.method, self.path))
-
-    def is_conflict(self) -> bool:
-        return self.status == 409
-
-    def is_not_found(self) -> bool:
-        return self.status == 404
-
-    def is_gone(self) -> bool:
-        return self.status == 410
-
-    def is_forbidden(self) -> bool:
-        return self.status == 403
-
-    def is_already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    def is_retryable(self) -> bool:
-        """Connection errors, timeouts, 429 and 5xx (except 501 Not Implemented)."""
-        return self.status == 0 or self.status == 429 or (self.status >= 500 and self.status != 501)
-
-
-class GoneError(ApiError):
-    """410: the resourceVersion (of a watch or a continue token) is older than etcd keeps. Relist."""
-
-
-class ApiConnectionError(ApiError):
-    """No HTTP response: connection refused or reset, TLS failure, timeout."""
-
-
-class FencedError(ApiError):
-    """A Binding not sent because ``Api.bind_fence`` said no (this replica no longer holds its lease).
-    Final: retrying cannot make us leader again."""
-
-    def is_retryable(self) -> bool:
-        return False
-
-
-def is_conflict(e: BaseException | None) -> bool:
-    return isinstance(e, ApiError) and e.is_conflict()
-
-
-def is_not_found(e: BaseException | None) -> bool:
-    return isinstance(e, ApiError) and e.is_not_found()
-
-
-def is_gone(e: BaseException | None) -> bool:
-    return isinstance(e, ApiError) and e.is_gone()
-
-
-def is_forbidden(e: BaseException | None) -> bool:
-    return isinstance(e, ApiError) and e.is_forbidden()
-
-
-def is_retryable(e: BaseException | None) -> bool:
-    return isinstance(e, ApiError) and e.is_retryable()
-
-
-def error_from_response(
-    status: int, body: bytes, method: str, path: str, *, http_reason: str = "", retry_after: str | None = None
-) -> ApiError:
-    """An ApiError from an error response; the body is normally a v1 Status."""
-    reason, message, details = http_reason or "Error", "", None
-    parsed: Any = None
-    if body:
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            message = body.decode("utf-8", "replace").strip()
-    if isinstance(parsed, dict):
-        reason = str(parsed.get("reason") or reason)
-        message = str(parsed.get("message") or "")
-        d = parsed.get("details")
-        details = d if isinstance(d, dict) else None
-    if not message:
-        message = http_reason or f"HTTP {status}"
-    ra = _parse_retry_after(retry_after)
-    if details and ra is None and isinstance(details.get("retryAfterSeconds"), int):
-        ra = float(details["retryAfterSeconds"])
-    cls = GoneError if status == 410 else ApiError
-    return cls(status, reason, message, method, path, retry_after=ra, details=details)
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-# --------------------------------------------------------------------------------------------- rate limit
-
-
-class TokenBucket:
-    """client-go's token-bucket rate limiter: ``burst`` tokens, refilled at ``qps`` per second.
-
-    ``acquire`` reserves a token and sleeps until it is due; reservations are handed out in order, so
-    concurrent callers are served first come, first served. ``qps <= 0`` disables the limit."""
-
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.qps = float(qps)
-        self.burst = max(1, int(burst))
-        self._clock = clock
-        self._sleep = sleep
-        self._lock = threading.Lock()
-        self._tokens = float(self.burst)
-        self._last = clock()
-
-    @property
-    def unlimited(self) -> bool:
-        return self.qps <= 0
-
-    def reserve(self) -> float:
-        """Take a token now; return how many seconds the caller must wait before using it."""
-        if self.qps <= 0:
-            return 0.0
-        with self._lock:
-            now = self._clock()
-            elapsed = now - self._last
-            self._last = now
-            self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
-            self._tokens -= 1.0
-            if self._tokens >= 0:
-                return 0.0
-            return -self._tokens / self.qps
-
-    def acquire(self) -> float:
-        """Block until a token is available; return the seconds waited."""
-        delay = self.reserve()
-        if delay > 0:
-            self._sleep(delay)
-        return delay
-
-
-# --------------------------------------------------------------------------------------------- Api
-
-
-def _keepalive_options() -> list[tuple[int, int, int]]:
-    opts = [
-        *urllib3.connection.HTTPConnection.default_socket_options,
-        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
-    ]
-    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
-        if hasattr(socket, name):
-            opts.append((socket.IPPROTO_TCP, getattr(socket, name), value))
-    return opts
-
-
-def pool_kwargs(configuration: k8s_client.Configuration, maxsize: int = 64) -> dict[str, Any]:
-    """``urllib3.PoolManager`` arguments for the Configuration's TLS settings (all picklable)."""
-    kw: dict[str, Any] = {
-        "num_pools": 4,
-        "maxsize": maxsize,
-        "block": False,
-        "retries": False,
-        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
-        "ca_certs": configuration.ssl_ca_cert,
-        "ca_cert_data": getattr(configuration, "ca_cert_data", None),
-        "cert_file": configuration.cert_file,
-        "key_file": configuration.key_file,
-        "socket_options": _keepalive_options(),
-    }
-    if configuration.assert_hostname is not None:
-        kw["assert_hostname"] = configuration.assert_hostname
-    if getattr(configuration, "tls_server_name", None):
-        kw["server_hostname"] = configuration.tls_server_name
-    return kw
-
-
-def _uses_proxy(configuration: k8s_client.Configuration) -> bool:
-    proxy = configuration.proxy
-    return bool(proxy) and not should_bypass_proxies(
-        configuration.host, getattr(configuration, "no_proxy", None) or ""
-    )
-
-
-def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> urllib3.PoolManager:
-    """A keep-alive PoolManager with the Configuration's TLS and proxy settings; urllib3 retries off."""
-    kw = pool_kwargs(configuration, maxsize)
-    proxy = configuration.proxy
-    if proxy and _uses_proxy(configuration):
-        if proxy.split("://", 1)[0].lower().startswith("socks"):
-            raise ValueError(f"SOCKS proxy {proxy!r} is not supported")
-        return urllib3.ProxyManager(proxy, proxy_headers=configuration.proxy_headers, **kw)
-    return urllib3.PoolManager(**kw)
-
-
 def _seg(s: str) -> str:
     return urllib.parse.quote(s, safe="")
 
@@ -363,256 +136,9 @@ def resource_path(
     return path
 
 
-Query = Mapping[str, str | int | bool | None]
-
-
-class Api:
-    """JSON over HTTP to the API server; see the module docstring."""
-
-    def __init__(
-        self,
-        configuration: k8s_client.Configuration,
-        *,
-        qps: float = 50.0,
-        burst: int = 100,
-        max_attempts: int = 5,
-        backoff_initial: float = 0.1,
-        backoff_max: float = 5.0,
-        pool_maxsize: int = 64,
-        user_agent: str = USER_AGENT,
-        clock: Clock | None = None,
-        auth_refresh_seconds: float = AUTH_REFRESH_SECONDS,
-        pool: Any = None,
-        sleep: Callable[[float], None] = time.sleep,
-        http_worker: bool = False,
-    ) -> None:
-        self.configuration = configuration
-        self.server = str(configuration.host).rstrip("/")
-        self.limiter = TokenBucket(qps, burst, sleep=sleep)
-        self.max_attempts = max(1, max_attempts)
-        self.clock: Clock = clock or RealClock()
-        self._backoff = wait_exponential_jitter(
-            multiplier=backoff_initial, max=backoff_max, jitter=backoff_initial
-        )
-        self._sleep = sleep
-        self._pool: Any = pool if pool is not None else make_pool(configuration, max(32, pool_maxsize))
-        # Every call goes to one server: take its connection pool once, so a request does not pay for
-        # PoolManager's URL parsing and pool-key lookup (a fifth of a bind's client CPU, py-spy).
-        self._origin = ""
-        self._host_pool: Any = None
-        if pool is None and type(self._pool) is urllib3.PoolManager:
-            parsed = urllib3.util.parse_url(self.server)
-            self._origin = f"{parsed.scheme}://{parsed.netloc}"
-            self._host_pool = self._pool.connection_from_url(self.server)
-        self._timeouts: dict[float, urllib3.Timeout] = {}
-        # Writes (everything but GET) sent from a child process: see http_worker. Only for a direct
-        # connection through our own pool (not through a proxy, not with an injected pool).
-        self._worker: HttpWorker | None = None
-        if http_worker and self._host_pool is not None and not _uses_proxy(configuration):
-            self._worker = HttpWorker(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
-        self._user_agent = user_agent
-        self._auth: str | None = None
-        self._auth_at = -1e18
-        self._auth_lock = threading.Lock()
-        self._auth_ttl = auth_refresh_seconds
-        # counters for metrics and tests
-        self.requests_total = 0
-        self.retries_total = 0
-        # Checked right before every attempt of a Binding POST, after the rate limiter's wait and before
-        # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
-        # a backoff must not send them once its lease may have passed to another replica.
-        self.bind_fence: Callable[[], bool] | None = None
-
-    def with_own_rate_limiter(self) -> Api:
-        """This client (same connections, credentials and retries) with a rate limiter of its own, the
-        same QPS and burst: kube-scheduler gives leader election its own client for the same reason.
-        Lease renewals must not queue behind a burst of binds: a leader starved of renewals for
-        renewDeadline stops binding and loses its lease to its own load."""
-        view = copy.copy(self)
-        view.limiter = TokenBucket(self.limiter.qps, self.limiter.burst, sleep=self._sleep)
-        return view
-
-    @property
-    def http_worker_pid(self) -> int | None:
-        """The HTTP worker process's pid while it runs (None: requests are sent in-process)."""
-        w = self._worker
-        return w.pid if w is not None and w.alive else None
-
-    def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-        self._host_pool = None
-        with contextlib.suppress(Exception):
-            self._pool.clear()
-
-    def __enter__(self) -> Api:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # ------------------------------------------------------------------------------ plumbing
-    def _authorization(self) -> str | None:
-        now = time.monotonic()
-        if now - self._auth_at < self._auth_ttl:
-            return self._auth
-        with self._auth_lock:
-            if now - self._auth_at < self._auth_ttl:
-                return self._auth
-            cfg = self.configuration
-            value: str | None = None
-            setting = cfg.auth_settings().get("BearerToken")
-            if setting and setting.get("value"):
-                value = str(setting["value"])
-            elif cfg.username or cfg.password:
-                value = cfg.get_basic_auth_token()
-            self._auth, self._auth_at = value, now
-            return value
-
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        h = {"Accept": "application/json", "User-Agent": self._user_agent}
-        auth = self._authorization()
-        if auth:
-            h["Authorization"] = auth
-        if content_type:
-            h["Content-Type"] = content_type
-        return h
-
-    def url(self, path: str, query: Query | None = None) -> str:
-        u = self.server + path
-        if query:
-            q = {
-                k: ("true" if v is True else "false" if v is False else str(v))
-                for k, v in query.items()
-                if v is not None
-            }
-            if q:
-                u += "?" + urllib.parse.urlencode(q)
-        return u
-
-    def _once(
-        self, method: str, path: str, url: str, data: bytes | None, content_type: str | None, timeout: float
-    ) -> tuple[int, Any]:
-        self.limiter.acquire()
-        fence = self.bind_fence
-        if fence is not None and method == "POST" and path.endswith("/binding") and not fence():
-            raise FencedError(0, "Fenced", "not the leader any more: binding stopped", method, path)
-        self.requests_total += 1
-        connect = min(timeout, 10.0)
-        headers = self._headers(content_type if data is not None else None)
-        worker = self._worker
-        status: int
-        raw: bytes
-        if worker is not None and method != "GET" and worker.alive:
-            try:
-                status, reason, retry_after, raw = worker.request(
-                    method, url[len(self._origin) :], data, headers, connect, timeout
-                )
-            except WorkerError as e:
-                raise ApiConnectionError(0, e.kind, str(e), method, path) from e
-        else:
-            t = self._timeouts.get(timeout)
-            if t is None:
-                t = self._timeouts[timeout] = urllib3.Timeout(connect=connect, read=timeout)
-            host_pool = self._host_pool
-            if host_pool is not None:
-                send, where = host_pool.urlopen, url[len(self._origin) :]
-            else:
-                send, where = self._pool.request, url
-            try:
-                status, reason, retry_after, raw = exchange(send, method, where, data, headers, t)
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
-        if status >= 400:
-            if status == 401:
-                self._auth_at = -1e18  # re-read the credentials (a rotated token) on the next call
-            raise error_from_response(
-                status,
-                raw,
-                method,
-                path,
-                http_reason=reason,
-                retry_after=retry_after,
-            )
-        if not raw:
-            return status, None
-        try:
-            return status, orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return status, raw.decode("utf-8", "replace")
-
-    def _wait(self, rs: RetryCallState) -> float:
-        exc = rs.outcome.exception() if rs.outcome is not None else None
-        if isinstance(exc, ApiError) and exc.retry_after is not None:
-            return min(exc.retry_after, MAX_RETRY_AFTER)
-        return float(self._backoff(rs))
-
-    def _before_sleep(self, rs: RetryCallState) -> None:
-        self.retries_total += 1
-        exc = rs.outcome.exception() if rs.outcome is not None else None
-        log.info(
-            "api call failed, retrying",
-            attempt=rs.attempt_number,
-            error=str(exc),
-            wait=round(rs.upcoming_sleep, 3),
-        )
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float = 30.0,
-        retry: bool = True,
-    ) -> tuple[int, Any]:
-        """One API call with retries; returns (HTTP status, parsed JSON or text or None).
-
-        Raises ``ApiError`` (``GoneError``, ``ApiConnectionError``) when the call fails for good."""
-        url = self.url(path, query)
-        data: bytes | None
-        if body is None:
-            data = None
-        elif isinstance(body, bytes | bytearray):
-            data = bytes(body)
-        elif isinstance(body, str):
-            data = body.encode()
-        else:
-            data = orjson.dumps(body)
-        if not retry or self.max_attempts == 1:
-            return self._once(method, path, url, data, content_type, timeout)
-        # Almost every call succeeds at once: try it before paying for a tenacity retry loop.
-        try:
-            return self._once(method, path, url, data, content_type, timeout)
-        except ApiError as e:
-            if not is_retryable(e):
-                raise
-            first_error: ApiError | None = e
-        attempt = self._once
-
-        def replay_first_failure(*args: Any) -> tuple[int, Any]:
-            # tenacity sees the failure we already had as its attempt 1, then retries as usual.
-            nonlocal first_error
-            if first_error is not None:
-                err, first_error = first_error, None
-                raise err
-            return attempt(*args)
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(is_retryable),
-            reraise=True,
-            sleep=self._sleep,
-            before_sleep=self._before_sleep,
-        )
-        result: tuple[int, Any] = retrying(
-            replay_first_failure, method, path, url, data, content_type, timeout
-        )
-        return result
+class Api(Transport):
+    """The API server's resources and the scheduler's verbs over a ``Transport``; see the module
+    docstring."""
 
     # ------------------------------------------------------------------------------ list & watch
     def list(
@@ -678,38 +204,6 @@ class Api:
         }
         rt = read_timeout if read_timeout is not None else timeout_seconds + max(30.0, 0.1 * timeout_seconds)
         return Watch(self, path, self.url(path, query), rt)
-
-    def _open_stream(self, path: str, url: str, read_timeout: float) -> Any:
-        self.limiter.acquire()
-        self.requests_total += 1
-        try:
-            resp = self._pool.request(
-                "GET",
-                url,
-                headers=self._headers(None),
-                timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
-                retries=False,
-                redirect=False,
-                preload_content=False,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise ApiConnectionError(0, type(e).__name__, str(e), "WATCH", path) from e
-        if resp.status != 200:
-            try:
-                raw = resp.read()
-            except (urllib3.exceptions.HTTPError, OSError):
-                raw = b""
-            finally:
-                resp.release_conn()
-            raise error_from_response(
-                resp.status,
-                raw,
-                "WATCH",
-                path,
-                http_reason=resp.reason or "",
-                retry_after=resp.headers.get("Retry-After"),
-            )
-        return resp
 
     # ------------------------------------------------------------------------------ generic objects
     def get(self, kind: str, namespace: str | None, name: str) -> JSON:
@@ -847,112 +341,3 @@ def _as_obj(out: Any) -> JSON:
     if isinstance(out, dict):
         return out
     return {} if out is None else {"value": out}
-
-
-# --------------------------------------------------------------------------------------------- Watch
-
-
-class Watch(Iterator[tuple[str, JSON]]):
-    """An open watch: iterate for (type, object); ``stop()`` from any thread ends the iteration.
-
-    The request is sent on the first ``next()``. Iteration ends (StopIteration) when the server closes
-    the stream (``timeoutSeconds``) or after ``stop()``; a broken or timed-out connection raises
-    ``ApiConnectionError``; an ERROR event raises ``GoneError`` (code 410) or ``ApiError``."""
-
-    def __init__(self, api: Api, path: str, url: str, read_timeout: float) -> None:
-        self._api = api
-        self.path = path
-        self._url = url
-        self._read_timeout = read_timeout
-        self._resp: Any = None
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._done = False
-        self._buf = bytearray()
-        self._pending: deque[bytes] = deque()
-        self.events = 0
-
-    def __iter__(self) -> Watch:
-        return self
-
-    def is_stopped(self) -> bool:
-        return self._stopped
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped = True
-            resp = self._resp
-        if resp is not None:
-            with contextlib.suppress(Exception):
-                resp.shutdown()
-
-    def _close(self) -> None:
-        self._done = True
-        with self._lock:
-            resp, self._resp = self._resp, None
-        if resp is not None:
-            with contextlib.suppress(Exception):
-                resp.close()
-            with contextlib.suppress(Exception):
-                resp.release_conn()
-
-    def close(self) -> None:
-        self.stop()
-        self._close()
-
-    def __next__(self) -> tuple[str, JSON]:
-        while True:
-            if self._pending:
-                return self._decode(self._pending.popleft())
-            if self._done or self.is_stopped():
-                self._close()
-                raise StopIteration
-            if self._resp is None:
-                resp = self._api._open_stream(self.path, self._url, self._read_timeout)
-                with self._lock:
-                    self._resp = resp
-                if self.is_stopped():
-                    self._close()
-                    raise StopIteration
-            try:
-                data = self._resp.read1(65536)
-            except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as e:
-                if self.is_stopped():
-                    self._close()
-                    raise StopIteration from None
-                self._close()
-                raise ApiConnectionError(
-                    0, type(e).__name__, str(e) or "watch stream broken", "WATCH", self.path
-                ) from e
-            if not data:
-                if self._buf.strip():
-                    self._pending.append(bytes(self._buf))
-                self._buf.clear()
-                self._done = True
-                continue
-            self._buf += data
-            if b"\n" in data:
-                *lines, rest = self._buf.split(b"\n")
-                self._buf = bytearray(rest)
-                self._pending.extend(bytes(line) for line in lines if line.strip())
-
-    def _decode(self, line: bytes) -> tuple[str, JSON]:
-        try:
-            ev = orjson.loads(line)
-            etype = str(ev["type"])
-            obj = ev["object"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as e:
-            self._close()
-            raise ApiError(
-                200, "BadWatchEvent", f"cannot decode watch event: {e}: {line[:200]!r}", "WATCH", self.path
-            ) from e
-        if etype == "ERROR":
-            self._close()
-            obj = obj if isinstance(obj, dict) else {}
-            code = int(obj.get("code") or 500)
-            cls = GoneError if code == 410 else ApiError
-            raise cls(
-                code, str(obj.get("reason") or "Error"), str(obj.get("message") or ""), "WATCH", self.path
-            )
-        self.events += 1
-        return etype, obj

@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 
-from pyscheduler.client.api import ApiError
+from pyscheduler.client.errors import ApiError
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.helpers.timefmt import rfc3339_micro
 from pyscheduler.framework.types import JSON, Pod

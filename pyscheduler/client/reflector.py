@@ -42,7 +42,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import structlog
 from tenacity import RetryCallState, wait_exponential_jitter
 
-from pyscheduler.client.api import ApiConnectionError, ApiError, GoneError
+from pyscheduler.client.errors import ApiConnectionError, ApiError, GoneError
 from pyscheduler.framework.types import JSON, identify
 
 T = TypeVar("T")

@@ -29,7 +29,8 @@ from typing import Any
 
 import structlog
 
-from pyscheduler.client.api import Api, ApiError
+from pyscheduler.client.api import Api
+from pyscheduler.client.errors import ApiError
 
 log = structlog.get_logger("pyscheduler.client")
 

@@ -42,28 +42,13 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _check(value: Any, tp: Any, path: str) -> Any:  # noqa: C901 (over 15 branches; to split, issue #22)
+def _check(value: Any, tp: Any, path: str) -> Any:
     """Check (and lightly coerce: int -> float) one value against a type annotation."""
     if tp is Any:
         return value
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        alts = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None and len(alts) < len(typing.get_args(tp)):
-            return None
-        if len(alts) == 1:  # Optional[X]: X's own error, with its full path
-            return _check(value, alts[0], path)
-        errors = []
-        for alt in typing.get_args(tp):
-            if alt is type(None):
-                if value is None:
-                    return None
-                continue
-            try:
-                return _check(value, alt, path)
-            except ArgsError as e:
-                errors.append(e.detail)
-        raise ArgsError(path, errors[0] if errors else "invalid value")
+        return _check_union(value, tp, path)
     if origin is typing.Literal:
         allowed = typing.get_args(tp)
         if value not in allowed:
@@ -85,6 +70,32 @@ def _check(value: Any, tp: Any, path: str) -> Any:  # noqa: C901 (over 15 branch
         if not isinstance(value, Mapping):
             raise ArgsError(path, f"must be an object, got {type(value).__name__}")
         return decode_args(tp, value, path)
+    return _check_scalar(value, tp, path)
+
+
+def _check_union(value: Any, tp: Any, path: str) -> Any:
+    """``X | Y | None``: None where allowed, else the first alternative that accepts the value."""
+    alts = [a for a in typing.get_args(tp) if a is not type(None)]
+    if value is None and len(alts) < len(typing.get_args(tp)):
+        return None
+    if len(alts) == 1:  # Optional[X]: X's own error, with its full path
+        return _check(value, alts[0], path)
+    errors = []
+    for alt in typing.get_args(tp):
+        if alt is type(None):
+            if value is None:
+                return None
+            continue
+        try:
+            return _check(value, alt, path)
+        except ArgsError as e:
+            errors.append(e.detail)
+    raise ArgsError(path, errors[0] if errors else "invalid value")
+
+
+def _check_scalar(value: Any, tp: Any, path: str) -> Any:
+    """bool, int, float (an int is taken and made a float) and str; any other annotation takes the
+    value as it is."""
     if tp is bool:
         if not isinstance(value, bool):
             raise ArgsError(path, f"must be a boolean, got {value!r}")

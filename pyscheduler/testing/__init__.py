@@ -14,6 +14,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     FakeClock                             pyscheduler.testing.clock            time that moves only when told
     Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
     make_handle                           here                                 a FrameworkHandle for a plugin factory
+    snapshot_of                           here                                 a Snapshot of NodeInfos built with make_node_info
     score_list                            here                                 score_nodes' result with a list of ints
     schedule                              pyscheduler.engine                   the real scheduler in process (no cluster)
 
@@ -32,10 +33,10 @@ if TYPE_CHECKING:
     from pyscheduler.backend.snapshot import Snapshot
     from pyscheduler.engine import schedule
     from pyscheduler.framework.clock import Clock
-    from pyscheduler.framework.interfaces import SnapshotLister
-    from pyscheduler.framework.runtime import FrameworkHandle
+    from pyscheduler.framework.interfaces import ClusterObjects, SnapshotLister
+    from pyscheduler.framework.runtime import FrameworkHandle, Nominator
     from pyscheduler.framework.status import Status
-    from pyscheduler.framework.types import Pod, PodInfo
+    from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
     from pyscheduler.testing.builders import (
         NodeBuilder,
         PodBuilder,
@@ -58,6 +59,7 @@ __all__ = [
     "make_pod",
     "schedule",
     "score_list",
+    "snapshot_of",
 ]
 
 _LAZY = {
@@ -113,6 +115,8 @@ def make_handle(
     nominated: Mapping[str, Sequence[Pod]] | None = None,
     clock: Clock | None = None,
     client: Any = None,
+    nominator: Nominator | None = None,
+    object_store: ClusterObjects | None = None,
 ) -> FrameworkHandle:
     """The handle a plugin factory gets, for a unit test.
 
@@ -121,6 +125,9 @@ def make_handle(
     serves, e.g. PersistentVolumeClaims as JSON. ``nominated``: node name -> pods nominated there, for
     ``nominated_pods_for_node``. ``clock``: a ``FakeClock`` by default (``handle.now()``). ``client``: what
     ``handle.client`` returns (None: a plugin that writes to the API needs a fake of its own).
+    ``nominator``: the handle's nominator itself, instead of ``nominated`` (e.g. a fake scheduling queue).
+    ``object_store``: the store itself, instead of one filled from ``objects`` (e.g. one that serves fewer
+    kinds, to check a plugin copes).
     """
     from pyscheduler.backend.objects import ObjectStore
     from pyscheduler.backend.snapshot import Snapshot
@@ -128,14 +135,43 @@ def make_handle(
     from pyscheduler.framework.waiting_pods import WaitingPods
     from pyscheduler.testing.clock import FakeClock
 
-    store = ObjectStore()
-    for obj in objects:
-        store.put(str(obj["kind"]), dict(obj))
+    if object_store is None:
+        store = ObjectStore()
+        for obj in objects:
+            store.put(str(obj["kind"]), dict(obj))
+        object_store = store
+    elif objects:
+        raise ValueError("make_handle: pass objects or object_store, not both")
+    if nominator is None:
+        nominator = _Nominations(nominated or {})
+    elif nominated:
+        raise ValueError("make_handle: pass nominated or nominator, not both")
     return FrameworkHandle(
         snapshot=snapshot if snapshot is not None else Snapshot(),
-        objects=store,
+        objects=object_store,
         client=client,
         waiting_pods=WaitingPods(),
-        nominator=_Nominations(nominated or {}),
+        nominator=nominator,
         clock=clock if clock is not None else FakeClock(),
     )
+
+
+def snapshot_of(*infos: NodeInfo) -> Snapshot:
+    """A ``Snapshot`` of the nodes and pods of ``infos`` (as ``make_node_info`` builds them), listed in
+    NodeTree order as the cache would, with image counts and affinity lists computed by the snapshot.
+    A pod whose ``node_name`` is not its NodeInfo's node is an error (the snapshot places pods by it)."""
+    from pyscheduler.backend.snapshot import Snapshot
+
+    nodes, pods = [], []
+    for info in infos:
+        if info.node is None:
+            raise ValueError("snapshot_of: a NodeInfo without a node")
+        nodes.append(info.node)
+        for pi in info.pods:
+            if pi.pod.node_name != info.node.name:
+                raise ValueError(
+                    f"snapshot_of: pod {pi.pod.key} is on NodeInfo {info.node.name!r} but its nodeName is "
+                    f"{pi.pod.node_name!r}"
+                )
+            pods.append(pi.pod)
+    return Snapshot.from_nodes(nodes, pods)

@@ -18,15 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.types import JSON, Node, NodeInfo, Pod, PodInfo
 
 _counter = itertools.count(1)
-
-
-def _stamp(seconds: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PodBuilder:
@@ -66,7 +61,7 @@ class PodBuilder:
         return self
 
     def created(self, epoch_seconds: float) -> PodBuilder:
-        self._d["metadata"]["creationTimestamp"] = _stamp(epoch_seconds)
+        self._d["metadata"]["creationTimestamp"] = rfc3339(epoch_seconds)
         return self
 
     def owner(self, kind: str, name: str, uid: str = "", controller: bool = True) -> PodBuilder:
@@ -82,7 +77,7 @@ class PodBuilder:
         return self
 
     def terminating(self) -> PodBuilder:
-        self._d["metadata"]["deletionTimestamp"] = _stamp(0)
+        self._d["metadata"]["deletionTimestamp"] = rfc3339(0)
         return self
 
     # spec

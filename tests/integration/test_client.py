@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import Api, ApiConnectionError, ApiError, GoneError, is_conflict, is_forbidden
+from pyscheduler.client.api import Api
 from pyscheduler.client.connection import load_configuration
+from pyscheduler.client.errors import ApiConnectionError, ApiError, GoneError, is_conflict, is_forbidden
 from pyscheduler.client.events import EventRecorder
 from pyscheduler.client.reflector import Reflector
 from pyscheduler.client.writer import AsyncWriter

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 from pyscheduler.framework.interfaces import NodeScore
-from pyscheduler.plugins.examples._testing import make_handle
 from pyscheduler.plugins.examples.label_match import DEFAULT_LABEL
 from pyscheduler.plugins.examples.network_traffic import NetworkTraffic, NetworkTrafficArgs
 from pyscheduler.plugins.examples.network_traffic.prometheus import PrometheusClient, PrometheusError
+from pyscheduler.testing import make_handle, snapshot_of
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 from pyscheduler.testing.cluster import LocalCluster, _set_pdeathsig, free_port
 from pyscheduler.testing.daemon import SchedulerProcess
@@ -415,7 +415,9 @@ def test_network_traffic_prefers_the_quiet_node_and_survives_prometheus_going_aw
 
         # The plugin itself, against the real server: the quiet node scores 100, the busy one 0.
         infos = [make_node_info(make_node(n)) for n in (busy, quiet)]
-        plugin = NetworkTraffic(NetworkTrafficArgs(prom.address, timeout_seconds=2), make_handle(nodes=infos))
+        plugin = NetworkTraffic(
+            NetworkTrafficArgs(prom.address, timeout_seconds=2), make_handle(snapshot_of(*infos))
+        )
         state, p = make_cycle_state(), make_pod("probe").obj()
         assert plugin.pre_score(state, p, infos) is None
         scores = [NodeScore(ni.name, plugin.score(state, p, ni)[0]) for ni in infos]

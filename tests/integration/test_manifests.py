@@ -69,7 +69,7 @@ def _path_group_resource(path: str) -> tuple[str, str]:
     return ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
 
 
-def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:  # noqa: C901 (over 15 branches; to split, issue #22)
+def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:
     """(group, resource, verb) of every write or single-object read these files make through the Api.
 
     Walks the syntax trees: ``<x>api.<verb>(KIND, ...)`` / ``<x>client.<verb>(KIND, ...)`` with KIND a
@@ -79,13 +79,7 @@ def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:  # noqa: C901 (o
     import ast
 
     trees = {f: ast.parse(f.read_text(encoding="utf-8")) for f in files}
-    consts: dict[str, str] = {}
-    for pkg_file in PKG.rglob("*.py"):
-        for stmt in ast.parse(pkg_file.read_text(encoding="utf-8")).body:
-            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
-                for target in stmt.targets:
-                    if isinstance(target, ast.Name) and isinstance(stmt.value.value, str):
-                        consts[target.id] = stmt.value.value
+    consts = _module_string_constants()
     used: set[tuple[str, str, str]] = set()
     for f, tree in trees.items():
         for node in ast.walk(tree):
@@ -96,29 +90,51 @@ def code_calls(files: list[Path]) -> set[tuple[str, str, str]]:  # noqa: C901 (o
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             receiver = ast.unparse(node.func.value)
-            if not receiver.endswith(("api", "client")):
-                continue
-            where = f"{f.relative_to(REPO_ROOT)}:{node.lineno}"
-            method = node.func.attr
-            if method == "bind":
-                used.add(_CLIENT_BIND)
-            elif method == "request":
-                raise AssertionError(f"{where}: a raw request; give it an Api method so RBAC can be derived")
-            elif method in _KIND_VERBS or method in _KIND_SUBRESOURCE_VERBS:
-                arg = node.args[0] if node.args else None
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    kind = arg.value
-                elif isinstance(arg, ast.Name) and arg.id in consts:
-                    kind = consts[arg.id]
-                else:
-                    raise AssertionError(f"{where}: {method} of a kind this test cannot resolve")
-                group, resource = _group_resource(kind)
-                if method in _KIND_SUBRESOURCE_VERBS:
-                    sub, verb = _KIND_SUBRESOURCE_VERBS[method]
-                    used.add((group, f"{resource}/{sub}", verb))
-                else:
-                    used.add((group, resource, _KIND_VERBS[method]))
+            if receiver.endswith(("api", "client")):
+                call = _api_call(node, f"{f.relative_to(REPO_ROOT)}:{node.lineno}", consts)
+                if call is not None:
+                    used.add(call)
     return used
+
+
+def _module_string_constants() -> dict[str, str]:
+    """NAME -> value of every module-level ``NAME = "string"`` in pyscheduler/ (kinds passed by name)."""
+    import ast
+
+    consts: dict[str, str] = {}
+    for pkg_file in PKG.rglob("*.py"):
+        for stmt in ast.parse(pkg_file.read_text(encoding="utf-8")).body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name) and isinstance(stmt.value.value, str):
+                        consts[target.id] = stmt.value.value
+    return consts
+
+
+def _api_call(node: Any, where: str, consts: dict[str, str]) -> tuple[str, str, str] | None:
+    """(group, resource, verb) of one ``<x>api.<method>(...)`` call; None for a method that is no API
+    call; an AssertionError for one this test cannot resolve."""
+    import ast
+
+    method = node.func.attr
+    if method == "bind":
+        return _CLIENT_BIND
+    if method == "request":
+        raise AssertionError(f"{where}: a raw request; give it an Api method so RBAC can be derived")
+    if method not in _KIND_VERBS and method not in _KIND_SUBRESOURCE_VERBS:
+        return None
+    arg = node.args[0] if node.args else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        kind = arg.value
+    elif isinstance(arg, ast.Name) and arg.id in consts:
+        kind = consts[arg.id]
+    else:
+        raise AssertionError(f"{where}: {method} of a kind this test cannot resolve")
+    group, resource = _group_resource(kind)
+    if method in _KIND_SUBRESOURCE_VERBS:
+        sub, verb = _KIND_SUBRESOURCE_VERBS[method]
+        return (group, f"{resource}/{sub}", verb)
+    return (group, resource, _KIND_VERBS[method])
 
 
 def watched_paths() -> list[str]:
@@ -541,8 +557,9 @@ def test_service_account_can_do_what_the_daemon_does(
     """Every call the daemon makes, made with the ServiceAccount's token through pyscheduler's own client."""
     assert applied["apply"].returncode == 0, applied["apply"].stderr
     from pyscheduler.app import OBJECT_KINDS, POD_FIELD_SELECTOR
-    from pyscheduler.client.api import Api, ApiError
+    from pyscheduler.client.api import Api
     from pyscheduler.client.connection import load_configuration
+    from pyscheduler.client.errors import ApiError
     from pyscheduler.client.leader import LeaderElector
 
     token = cluster.create_token(NAMESPACE, SERVICE_ACCOUNT, seconds=600)

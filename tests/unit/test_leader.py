@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import ApiError
+from pyscheduler.client.errors import ApiError
 from pyscheduler.client.leader import LeaderElector
 from pyscheduler.testing.clock import FakeClock
 

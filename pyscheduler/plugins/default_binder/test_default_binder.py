@@ -1,17 +1,19 @@
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from pyscheduler.framework.interfaces import BindPlugin, Handle
+from pyscheduler.framework.interfaces import BindPlugin
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.default_binder import NAME, PLUGIN, DefaultBinder
-from pyscheduler.testing.builders import make_cycle_state, make_pod
+from pyscheduler.testing import make_cycle_state, make_handle, make_pod
 
 
 @dataclass
 class FakeClient:
+    """The API client: records each bind and answers with ``result`` or raises ``error``."""
+
     result: Any = None
     error: BaseException | None = None
     calls: list[tuple[str, str]] = field(default_factory=list)
@@ -23,13 +25,8 @@ class FakeClient:
         return self.result
 
 
-@dataclass
-class FakeHandle:
-    client: FakeClient
-
-
 def binder(client: FakeClient) -> DefaultBinder:
-    return DefaultBinder(cast(Handle, FakeHandle(client)))
+    return DefaultBinder(make_handle(client=client))
 
 
 @pytest.mark.parametrize(
@@ -62,6 +59,6 @@ def test_bind(result: Any, error: BaseException | None, code: Code, message: str
 def test_spec() -> None:
     assert PLUGIN.name == "DefaultBinder"
     assert PLUGIN.decode(None, "args") is None
-    pl = PLUGIN.new(None, cast(Handle, FakeHandle(FakeClient())))
+    pl = PLUGIN.new(None, make_handle(client=FakeClient()))
     assert isinstance(pl, BindPlugin)
     assert pl.bind(make_cycle_state(), make_pod("p").obj(), "n1") is None

@@ -3,7 +3,6 @@ that every dry-run Filter call is real."""
 
 from __future__ import annotations
 
-import builtins
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +14,10 @@ from pyscheduler.framework.events import Action, QueueingHint
 from pyscheduler.framework.events import Resource as Ev
 from pyscheduler.framework.interfaces import PostFilterPlugin, PreEnqueuePlugin
 from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
+from pyscheduler.framework.runtime import Framework, ProfilePlugins
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
-from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from pyscheduler.framework.waiting_pods import WaitingPod
 from pyscheduler.plugins import node_resources_fit
 from pyscheduler.plugins.default_preemption import (
     MSG_NOT_ELIGIBLE_NEVER,
@@ -34,54 +33,15 @@ from pyscheduler.plugins.default_preemption import (
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
-from pyscheduler.testing.builders import make_node, make_node_info, make_pod
-from pyscheduler.testing.clock import FakeClock
+from pyscheduler.testing import FakeClock, make_handle, make_node, make_node_info, make_pod, snapshot_of
 
 # ------------------------------------------------------------------------------------------ fakes
 
 
-class FakeSnapshot:
-    def __init__(self, nodes: list[NodeInfo]) -> None:
-        self.nodes = nodes
-
-    def list(self) -> list[NodeInfo]:
-        return self.nodes
-
-    def get(self, name: str) -> NodeInfo | None:
-        return next((n for n in self.nodes if n.name == name), None)
-
-    def have_pods_with_affinity_list(self) -> builtins.list[NodeInfo]:
-        return []
-
-    def have_pods_with_required_anti_affinity_list(self) -> builtins.list[NodeInfo]:
-        return []
-
-    def num_nodes_with_image(self, image: str) -> int:
-        return 0
-
-
-class FakeObjects:
-    def __init__(self, pdbs: list[dict[str, Any]]) -> None:
-        self.pdbs = pdbs
-
-    def get(self, kind: str, namespace: str, name: str) -> None:
-        return None
-
-    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        assert kind == "PodDisruptionBudget"
-        return [p for p in self.pdbs if namespace is None or p["metadata"]["namespace"] == namespace]
-
-
-class FakeNominator:
-    def __init__(self, by_node: dict[str, list[Pod]]) -> None:
-        self.by_node = by_node
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return [PodInfo(p) for p in self.by_node.get(node_name, [])]
-
-
 @dataclass
 class FakeClient:
+    """The API client: records status patches and deletes; ``fail_on`` deletes raise, ``gone`` ones 404."""
+
     fail_on: set[str] = field(default_factory=set)  # pod names whose delete raises
     gone: set[str] = field(default_factory=set)  # pod names already deleted (404)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
@@ -265,28 +225,27 @@ class Env:
         client: FakeClient | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        self.nodes = nodes
         self.client = client or FakeClient()
         self.recorder = Recorder()
         self.writer = StatusWriter()
         self.metrics = Metrics()
-        self.waiting = WaitingPods()
         self.clock = FakeClock()
-        handle = FrameworkHandle(
-            snapshot=FakeSnapshot(nodes),
-            objects=FakeObjects(pdbs or []),
-            client=self.client,
-            waiting_pods=self.waiting,
-            nominator=FakeNominator(nominated or {}),
-            clock=self.clock,
-            extra={
+        snapshot = snapshot_of(*nodes)
+        handle = make_handle(
+            snapshot, objects=pdbs or [], nominated=nominated, client=self.client, clock=self.clock
+        )
+        handle.extra.update(
+            {
                 "recorder": self.recorder,
                 "status_writer": self.writer,
                 "metrics": self.metrics,
                 "preemption_runner": runner,
                 **(extra or {}),
-            },
+            }
         )
+        self.waiting = handle.waiting_pods
+        # the snapshot's NodeInfos, in the order given: what the scheduling cycle would filter
+        self.nodes = [ni for ni in (snapshot.get(n.name) for n in nodes) if ni is not None]
         self.fit = node_resources_fit.PLUGIN.new(node_resources_fit.PLUGIN.decode(None, "args"), handle)
         self.blockers = Blockers()
         self.plugin = DefaultPreemption(
@@ -633,12 +592,25 @@ def test_through_the_framework() -> None:
 @pytest.mark.parametrize(
     ("policy", "nominated", "terminating", "nominated_blocked", "want"),
     [
-        ("PreemptLowerPriority", "", False, False, ""),
-        ("Never", "", False, False, MSG_NOT_ELIGIBLE_NEVER),
-        ("PreemptLowerPriority", "n1", True, False, MSG_NOT_ELIGIBLE_TERMINATING),
-        ("PreemptLowerPriority", "n1", False, False, ""),  # nothing terminating: try again
-        ("PreemptLowerPriority", "n1", True, True, ""),  # nominated node cannot help any more
-        ("PreemptLowerPriority", "gone", True, False, ""),  # nominated node no longer exists
+        pytest.param("PreemptLowerPriority", "", False, False, "", id="eligible"),
+        pytest.param("Never", "", False, False, MSG_NOT_ELIGIBLE_NEVER, id="policy Never"),
+        pytest.param(
+            "PreemptLowerPriority",
+            "n1",
+            True,
+            False,
+            MSG_NOT_ELIGIBLE_TERMINATING,
+            id="nominated node has terminating victims",
+        ),
+        pytest.param(
+            "PreemptLowerPriority", "n1", False, False, "", id="nothing terminating"
+        ),  # nothing terminating: try again
+        pytest.param(
+            "PreemptLowerPriority", "n1", True, True, "", id="nominated node blocked"
+        ),  # nominated node cannot help any more
+        pytest.param(
+            "PreemptLowerPriority", "gone", True, False, "", id="nominated node gone"
+        ),  # nominated node no longer exists
     ],
 )
 def test_eligibility(
@@ -745,11 +717,11 @@ def test_pre_enqueue_holds_the_preemptor_until_its_victims_are_evicted() -> None
 @pytest.mark.parametrize(
     ("lister_says", "held"),
     [
-        (None, True),  # no pod lister: held until the delete call returns
-        ("present", True),
-        ("deleting", False),
-        ("gone", False),
-        ("replaced", False),
+        pytest.param(None, True, id="no pod lister"),  # no pod lister: held until the delete call returns
+        pytest.param("present", True, id="victim still present"),
+        pytest.param("deleting", False, id="victim deleting"),
+        pytest.param("gone", False, id="victim gone"),
+        pytest.param("replaced", False, id="victim replaced"),
     ],
 )
 def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, held: bool) -> None:
@@ -789,15 +761,8 @@ def test_sync_preemption_never_gates() -> None:
 
 
 def test_feature_gate_from_the_handle() -> None:
-    h = FrameworkHandle(
-        snapshot=FakeSnapshot([]),
-        objects=None,
-        client=None,
-        waiting_pods=WaitingPods(),
-        nominator=None,
-        clock=FakeClock(),
-        extra={"feature_gates": {"SchedulerAsyncPreemption": False}},
-    )
+    h = make_handle()
+    h.extra["feature_gates"] = {"SchedulerAsyncPreemption": False}
     assert DefaultPreemption(None, h).async_preemption is False
     h.extra.clear()
     assert DefaultPreemption(None, h).async_preemption is True
@@ -856,12 +821,12 @@ def test_random_offset_is_seeded() -> None:
 @pytest.mark.parametrize(
     ("nodes", "pct", "absolute", "want"),
     [
-        (50, 10, 100, 50),  # never more than the nodes
-        (5000, 10, 100, 500),
-        (500, 10, 100, 100),
-        (1000, 0, 1, 1),
-        (1000, 100, 0, 1000),
-        (999, 1, 0, 9),  # integer division
+        pytest.param(50, 10, 100, 50, id="never more than the nodes"),  # never more than the nodes
+        pytest.param(5000, 10, 100, 500, id="percentage of many nodes"),
+        pytest.param(500, 10, 100, 100, id="absolute minimum"),
+        pytest.param(1000, 0, 1, 1, id="zero percent one absolute"),
+        pytest.param(1000, 100, 0, 1000, id="hundred percent"),
+        pytest.param(999, 1, 0, 9, id="integer division"),  # integer division
     ],
 )
 def test_num_candidates(nodes: int, pct: int, absolute: int, want: int) -> None:
@@ -878,17 +843,35 @@ def _cand(name: str, prios_starts: list[tuple[int, float]], pdb_violations: int 
 @pytest.mark.parametrize(
     ("cands", "want"),
     [
-        ([], None),
-        ([_cand("a", [(5, 0)])], "a"),
-        ([_cand("a", [(1, 0)], 1), _cand("b", [(9, 0)], 0)], "b"),  # PDB violations first
-        ([_cand("a", [(5, 0)]), _cand("b", [(3, 0), (3, 0)])], "b"),  # lower highest priority
-        ([_cand("a", [(5, 0), (1, 0)]), _cand("b", [(5, 0), (2, 0)])], "a"),  # smaller sum
+        pytest.param([], None, id="no candidates"),
+        pytest.param([_cand("a", [(5, 0)])], "a", id="one candidate"),
+        pytest.param(
+            [_cand("a", [(1, 0)], 1), _cand("b", [(9, 0)], 0)], "b", id="fewest PDB violations first"
+        ),  # PDB violations first
+        pytest.param(
+            [_cand("a", [(5, 0)]), _cand("b", [(3, 0), (3, 0)])], "b", id="lower highest priority"
+        ),  # lower highest priority
+        pytest.param(
+            [_cand("a", [(5, 0), (1, 0)]), _cand("b", [(5, 0), (2, 0)])], "a", id="smaller priority sum"
+        ),  # smaller sum
         # negative priorities: the MaxInt32+1 offset keeps more victims from looking cheaper
-        ([_cand("a", [(-5, 0), (-5, 0)]), _cand("b", [(-5, 0)])], "b"),
-        ([_cand("a", [(5, 0), (-(2**31), 0)]), _cand("b", [(5, 0)])], "b"),  # same sum: fewer victims
-        ([_cand("a", [(5, 100)]), _cand("b", [(5, 200)])], "b"),  # latest start of top victims
-        ([_cand("a", [(5, 300), (1, 900)]), _cand("b", [(5, 200), (1, 999)])], "a"),  # only top ones count
-        ([_cand("a", [(5, 100)]), _cand("b", [(5, 100)])], "a"),  # full tie: the first
+        pytest.param(
+            [_cand("a", [(-5, 0), (-5, 0)]), _cand("b", [(-5, 0)])], "b", id="negative priorities offset"
+        ),
+        pytest.param(
+            [_cand("a", [(5, 0), (-(2**31), 0)]), _cand("b", [(5, 0)])], "b", id="same sum fewer victims"
+        ),  # same sum: fewer victims
+        pytest.param(
+            [_cand("a", [(5, 100)]), _cand("b", [(5, 200)])], "b", id="latest start of top victims"
+        ),  # latest start of top victims
+        pytest.param(
+            [_cand("a", [(5, 300), (1, 900)]), _cand("b", [(5, 200), (1, 999)])],
+            "a",
+            id="only top victims' start counts",
+        ),  # only top ones count
+        pytest.param(
+            [_cand("a", [(5, 100)]), _cand("b", [(5, 100)])], "a", id="full tie the first"
+        ),  # full tie: the first
     ],
 )
 def test_pick_one_node(cands: list[Candidate], want: str | None) -> None:
@@ -902,14 +885,38 @@ def test_pick_one_node(cands: list[Candidate], want: str | None) -> None:
 @pytest.mark.parametrize(
     ("pods", "pdbs", "violating"),
     [
-        ([("a", {"app": "db"})], [pdb("x", {"app": "db"}, 0)], ["a"]),
-        ([("a", {"app": "db"}), ("b", {"app": "db"})], [pdb("x", {"app": "db"}, 1)], ["b"]),
-        ([("a", {"app": "db"})], [pdb("x", {"app": "db"}, 0, disrupted=("a",))], []),
-        ([("a", {})], [pdb("x", {}, 0)], []),  # no labels: no PDB
-        ([("a", {"app": "db"})], [pdb("x", {}, 0)], []),  # empty selector matches nothing
-        ([("a", {"app": "db"})], [pdb("x", {"app": "db"}, 0, ns="other")], []),
-        ([("a", {"app": "db", "t": "1"})], [pdb("x", {"app": "db"}, 5), pdb("y", {"t": "1"}, 0)], ["a"]),
-        ([("a", {"app": "web"})], [pdb("x", {"app": "db"}, 0)], []),
+        pytest.param(
+            [("a", {"app": "db"})], [pdb("x", {"app": "db"}, 0)], ["a"], id="PDB with no disruptions left"
+        ),
+        pytest.param(
+            [("a", {"app": "db"}), ("b", {"app": "db"})],
+            [pdb("x", {"app": "db"}, 1)],
+            ["b"],
+            id="second pod over the budget",
+        ),
+        pytest.param(
+            [("a", {"app": "db"})],
+            [pdb("x", {"app": "db"}, 0, disrupted=("a",))],
+            [],
+            id="already disrupted pod",
+        ),
+        pytest.param([("a", {})], [pdb("x", {}, 0)], [], id="pod without labels"),  # no labels: no PDB
+        pytest.param(
+            [("a", {"app": "db"})], [pdb("x", {}, 0)], [], id="empty selector"
+        ),  # empty selector matches nothing
+        pytest.param(
+            [("a", {"app": "db"})],
+            [pdb("x", {"app": "db"}, 0, ns="other")],
+            [],
+            id="PDB in another namespace",
+        ),
+        pytest.param(
+            [("a", {"app": "db", "t": "1"})],
+            [pdb("x", {"app": "db"}, 5), pdb("y", {"t": "1"}, 0)],
+            ["a"],
+            id="one of two PDBs violated",
+        ),
+        pytest.param([("a", {"app": "web"})], [pdb("x", {"app": "db"}, 0)], [], id="PDB not matching"),
     ],
 )
 def test_filter_pods_with_pdb_violation(
@@ -956,12 +963,29 @@ PCT, ABS = "minCandidateNodesPercentage", "minCandidateNodesAbsolute"
 @pytest.mark.parametrize(
     ("raw", "path", "fragment"),
     [
-        ({PCT: -1}, f"args.{PCT}", "Invalid value: -1: not in valid range [0, 100]"),
-        ({PCT: 101}, f"args.{PCT}", "Invalid value: 101: not in valid range [0, 100]"),
-        ({ABS: -1}, f"args.{ABS}", "Invalid value: -1: not in valid range [0, inf)"),
-        ({PCT: 0, ABS: 0}, f"args.{PCT}", "Invalid value: 0: cannot be zero at the same time as " + ABS),
-        ({PCT: "10"}, f"args.{PCT}", "must be an integer"),
-        ({"minCandidateNodes": 1}, "args.minCandidateNodes", "unknown field"),
+        pytest.param(
+            {PCT: -1},
+            f"args.{PCT}",
+            "Invalid value: -1: not in valid range [0, 100]",
+            id="percentage below 0",
+        ),
+        pytest.param(
+            {PCT: 101},
+            f"args.{PCT}",
+            "Invalid value: 101: not in valid range [0, 100]",
+            id="percentage above 100",
+        ),
+        pytest.param(
+            {ABS: -1}, f"args.{ABS}", "Invalid value: -1: not in valid range [0, inf)", id="absolute below 0"
+        ),
+        pytest.param(
+            {PCT: 0, ABS: 0},
+            f"args.{PCT}",
+            "Invalid value: 0: cannot be zero at the same time as " + ABS,
+            id="both zero",
+        ),
+        pytest.param({PCT: "10"}, f"args.{PCT}", "must be an integer", id="percentage as a string"),
+        pytest.param({"minCandidateNodes": 1}, "args.minCandidateNodes", "unknown field", id="unknown field"),
     ],
 )
 def test_args_validation(raw: dict[str, Any], path: str, fragment: str) -> None:
@@ -979,9 +1003,15 @@ def test_plugin_spec() -> None:
 @pytest.mark.parametrize(
     ("n1_status", "want"),
     [
-        (Status.unschedulable("Insufficient cpu"), "n1"),
-        (Status.unresolvable("node(s) didn't match Pod's node affinity/selector"), "n2"),
-        (None, "n2"),  # a node without a status (excluded by PreFilter) cannot help either
+        pytest.param(Status.unschedulable("Insufficient cpu"), "n1", id="unschedulable node is tried"),
+        pytest.param(
+            Status.unresolvable("node(s) didn't match Pod's node affinity/selector"),
+            "n2",
+            id="unresolvable node is not",
+        ),
+        pytest.param(
+            None, "n2", id="node without a status is not"
+        ),  # a node without a status (excluded by PreFilter) cannot help either
     ],
 )
 def test_only_unschedulable_nodes_are_tried(n1_status: Status | None, want: str) -> None:

@@ -153,7 +153,7 @@ def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
     return any(pi.pod.priority < priority for pi in node_info.pods)
 
 
-def select_victims_on_node(  # noqa: C901 (over 15 branches; to split, issue #22)
+def select_victims_on_node(
     fh: FilterRunner,
     state: CycleState,
     pod: Pod,
@@ -162,20 +162,10 @@ def select_victims_on_node(  # noqa: C901 (over 15 branches; to split, issue #22
 ) -> tuple[list[Pod], int, Status | None]:
     """The fewest pods to evict from ``node_info`` so that ``pod`` fits, with how many of them violate a
     PDB. ``state`` and ``node_info`` must be clones: they are changed."""
-
-    def remove(pi: PodInfo) -> Status | None:
-        node_info.remove_pod(pi.pod)
-        s = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node_info)
-        return None if s is None or s.is_success() else _as_error(s)
-
-    def add(pi: PodInfo) -> Status | None:
-        node_info.add_pod(pi)
-        s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node_info)
-        return None if s is None or s.is_success() else _as_error(s)
-
+    search = _VictimSearch(fh, state, pod, node_info)
     potential = [pi for pi in node_info.pods if pi.pod.priority < pod.priority]
     for pi in potential:
-        err = remove(pi)
+        err = search.remove(pi)
         if err is not None:
             return [], 0, err
     if not potential:
@@ -183,41 +173,78 @@ def select_victims_on_node(  # noqa: C901 (over 15 branches; to split, issue #22
 
     # If the pod does not fit even with every lower-priority pod gone, the node cannot help (kube does
     # not look for the case where the pod has affinity to a victim: not worth the cost).
-    s = fh.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+    s = search.filter()
     if s is not None and not s.is_success():
         return [], 0, s
 
     sort_by_importance(potential)
     violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-    victims: list[PodInfo] = []
-
-    def reprieve(pi: PodInfo) -> tuple[bool, Status | None]:
-        err = add(pi)
-        if err is not None:
-            return False, err
-        st = fh.run_filter_plugins_with_nominated_pods(state, pod, node_info)
-        fits = st is None or st.is_success()
-        if not fits:
-            err = remove(pi)
-            if err is not None:
-                return False, err
-            victims.append(pi)
-        return fits, None
-
-    num_violating = 0
-    for pi in violating:
-        fits, err = reprieve(pi)
-        if err is not None:
-            return [], 0, err
-        if not fits:
-            num_violating += 1
-    for pi in non_violating:
-        _, err = reprieve(pi)
-        if err is not None:
-            return [], 0, err
+    num_violating, err = search.reprieve_all(violating, non_violating)
+    if err is not None:
+        return [], 0, err
+    victims = search.victims
     if violating and non_violating:
         sort_by_importance(victims)  # keep victims ordered from most to least important
     return [pi.pod for pi in victims], num_violating, None
+
+
+class _VictimSearch:
+    """One node's dry run: pods taken off and put back, each change told to the PreFilter extensions;
+    the pods that could not be put back are the victims, in the order they were tried."""
+
+    __slots__ = ("fh", "node_info", "pod", "state", "victims")
+
+    def __init__(self, fh: FilterRunner, state: CycleState, pod: Pod, node_info: NodeInfo) -> None:
+        self.fh = fh
+        self.state = state
+        self.pod = pod
+        self.node_info = node_info
+        self.victims: list[PodInfo] = []
+
+    def remove(self, pi: PodInfo) -> Status | None:
+        self.node_info.remove_pod(pi.pod)
+        s = self.fh.run_pre_filter_extension_remove_pod(self.state, self.pod, pi, self.node_info)
+        return None if s is None or s.is_success() else _as_error(s)
+
+    def add(self, pi: PodInfo) -> Status | None:
+        self.node_info.add_pod(pi)
+        s = self.fh.run_pre_filter_extension_add_pod(self.state, self.pod, pi, self.node_info)
+        return None if s is None or s.is_success() else _as_error(s)
+
+    def filter(self) -> Status | None:
+        return self.fh.run_filter_plugins_with_nominated_pods(self.state, self.pod, self.node_info)
+
+    def reprieve(self, pi: PodInfo) -> tuple[bool, Status | None]:
+        """Put ``pi`` back; if the pod no longer fits, take it off again and make it a victim."""
+        err = self.add(pi)
+        if err is not None:
+            return False, err
+        st = self.filter()
+        fits = st is None or st.is_success()
+        if not fits:
+            err = self.remove(pi)
+            if err is not None:
+                return False, err
+            self.victims.append(pi)
+        return fits, None
+
+    def reprieve_all(
+        self, violating: Sequence[PodInfo], non_violating: Sequence[PodInfo]
+    ) -> tuple[int, Status | None]:
+        """kube's order: the PDB-violating pods first, then the others; returns how many violating pods
+        stay victims."""
+        num_violating = 0
+        for pi in violating:
+            fits, err = self.reprieve(pi)
+            if err is not None:
+                return 0, err
+            if not fits:
+                num_violating += 1
+        for pi in non_violating:
+            _, err = self.reprieve(pi)
+            if err is not None:
+                return 0, err
+        return num_violating, None
 
 
 def _as_error(s: Status) -> Status:

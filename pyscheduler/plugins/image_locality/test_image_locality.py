@@ -1,7 +1,9 @@
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.types import NodeInfo, Pod
 from pyscheduler.plugins.image_locality import (
     MB,
@@ -11,30 +13,31 @@ from pyscheduler.plugins.image_locality import (
     calculate_priority,
     normalized_image_name,
 )
-from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
+from pyscheduler.testing import (
+    make_cycle_state,
+    make_handle,
+    make_node,
+    make_node_info,
+    make_pod,
+    snapshot_of,
+)
 
 
-class FakeSnapshot:
-    def __init__(self, infos: list[NodeInfo], counts: dict[str, int] | None = None) -> None:
-        self.infos = infos
-        self.counts = counts
+class CountingSnapshot(Snapshot):
+    """The real snapshot, counting the reads the plugin makes of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.list_calls = 0
         self.count_calls = 0
 
-    def list(self) -> list[NodeInfo]:
+    def list(self) -> Sequence[NodeInfo]:
         self.list_calls += 1
-        return self.infos
+        return super().list()
 
     def num_nodes_with_image(self, image: str) -> int:
         self.count_calls += 1
-        if self.counts is not None:
-            return self.counts.get(image, 0)
-        return sum(1 for i in self.infos if image in i.image_states)
-
-
-class FakeHandle:
-    def __init__(self, snapshot: FakeSnapshot) -> None:
-        self.snapshot = snapshot
+        return super().num_nodes_with_image(image)
 
 
 def nodes_with(*images_per_node: list[tuple[str, int]]) -> list[NodeInfo]:
@@ -56,10 +59,11 @@ def pod_with(*images: str, init: tuple[str, ...] = ()) -> Pod:
     return Pod.from_dict(d)
 
 
-def scores(pod: Pod, infos: list[NodeInfo], snapshot: FakeSnapshot | None = None) -> list[int]:
-    snapshot = snapshot or FakeSnapshot(infos)
-    handle: Any = FakeHandle(snapshot)
-    plugin = PLUGIN.new(None, handle)
+def scores(pod: Pod, infos: list[NodeInfo], snapshot: Snapshot | None = None) -> list[int]:
+    """Score each of ``infos`` (in that order) with the cycle's snapshot: by default the snapshot of
+    ``infos`` themselves, as the scheduler would have it."""
+    snapshot = snapshot if snapshot is not None else snapshot_of(*infos)
+    plugin = PLUGIN.new(None, make_handle(snapshot))
     state = make_cycle_state()
     out = []
     for info in infos:
@@ -80,62 +84,63 @@ NODES_40_300__250_10: tuple[list[tuple[str, int]], ...] = (
 
 CASES = [
     # kube's table: 100 * (40M/2 - 23M) / (1000M*2 - 23M) = 0 ; 100 * (250M/2 - 23M) / (1000M*2 - 23M) = 5
-    (
-        "prefer the node with the larger image",
+    pytest.param(
         pod_with("gcr.io/40", "gcr.io/250"),
         NODES_40_300__250_10,
         [0, 5],
+        id="prefer the node with the larger image",
     ),
-    (
-        "images spread on every node score full size",
+    pytest.param(
         pod_with("gcr.io/300:latest"),
         ([("gcr.io/300:latest", 300)], [("gcr.io/300:latest", 300)]),
         [28, 28],
+        id="images spread on every node score full size",
     ),  # 100*(300-23)/977
-    (
-        "image on one node out of four is damped",
+    pytest.param(
         pod_with("big:v1"),
         ([("big:v1", 400)], [], [], []),
         [7, 0, 0, 0],
+        id="image on one node out of four is damped",
     ),  # 400/4=100MB: 100*(100-23)/977 = 7
-    (
-        "above the max threshold clamps to 100",
+    pytest.param(
         pod_with("huge:1"),
         ([("huge:1", 2000)], [("huge:1", 2000)]),
         [100, 100],
+        id="above the max threshold clamps to 100",
     ),
-    ("below the min threshold is 0", pod_with("small:1"), ([("small:1", 20)], []), [0, 0]),
-    ("tag-less image matches :latest", pod_with("nginx"), ([("nginx:latest", 500)],), [48]),
-    ("explicit tag does not match :latest", pod_with("nginx:1.25"), ([("nginx:latest", 500)],), [0]),
-    (
-        "no docker.io/library prefix added (kube)",
+    pytest.param(pod_with("small:1"), ([("small:1", 20)], []), [0, 0], id="below the min threshold is 0"),
+    pytest.param(pod_with("nginx"), ([("nginx:latest", 500)],), [48], id="tag-less image matches :latest"),
+    pytest.param(
+        pod_with("nginx:1.25"), ([("nginx:latest", 500)],), [0], id="explicit tag does not match :latest"
+    ),
+    pytest.param(
         pod_with("nginx"),
         ([("docker.io/library/nginx:latest", 500)],),
         [0],
+        id="no docker.io/library prefix added (kube)",
     ),
-    (
-        "registry with a port is not a tag",
+    pytest.param(
         pod_with("localhost:5000/app"),
         ([("localhost:5000/app:latest", 500)],),
         [48],
+        id="registry with a port is not a tag",
     ),
     # (1000 + 1000/2 - 23) / 1977 and (1000 - 23) / 1977
-    (
-        "init containers count and share the threshold",
+    pytest.param(
         pod_with("a:1", init=("b:1",)),
         ([("a:1", 1000), ("b:1", 1000)], [("a:1", 1000)]),
         [74, 49],
+        id="init containers count and share the threshold",
     ),
     # (1200 - 23) / 1977
-    ("the same image twice counts twice", pod_with("a:1", "a:1"), ([("a:1", 600)],), [59]),
-    ("no image on any node", pod_with("x:1"), ([], []), [0, 0]),
+    pytest.param(pod_with("a:1", "a:1"), ([("a:1", 600)],), [59], id="the same image twice counts twice"),
+    pytest.param(pod_with("x:1"), ([], []), [0, 0], id="no image on any node"),
 ]
 
 
 @pytest.mark.parametrize(
     ("pod", "node_images", "want"),
-    [c[1:] for c in CASES],
-    ids=[c[0] for c in CASES],
+    CASES,
 )
 def test_score(pod: Pod, node_images: tuple[list[tuple[str, int]], ...], want: list[int]) -> None:
     assert scores(pod, nodes_with(*node_images)) == want
@@ -148,18 +153,21 @@ def test_formula_matches_hand_computation() -> None:
 
 def test_snapshot_read_once_per_cycle() -> None:
     infos = nodes_with(*([("a:1", 100)] for _ in range(5)))
-    snap = FakeSnapshot(infos)
+    snap = CountingSnapshot.from_nodes([i.node for i in infos if i.node is not None])
+    assert isinstance(snap, CountingSnapshot)
     scores(pod_with("a:1", "b:1"), infos, snap)
     assert snap.list_calls == 1
     assert snap.count_calls == 1  # "b:1" is on no node and is never looked up
 
 
 def test_snapshot_count_preferred_over_node_info() -> None:
-    infos = nodes_with([("a:1", 400)], [], [], [])
-    # the snapshot says the image is on all 4 nodes (NodeInfo.image_states says 1)
-    assert scores(pod_with("a:1"), infos, FakeSnapshot(infos, {"a:1": 4})) == [38, 0, 0, 0]
+    scored = nodes_with([("a:1", 400)], [], [], [])  # NodeInfo.image_states: the image is on 1 node
+    everywhere = snapshot_of(*nodes_with(*([("a:1", 400)] for _ in range(4))))
+    assert everywhere.num_nodes_with_image("a:1") == 4
+    assert scores(pod_with("a:1"), scored, everywhere) == [38, 0, 0, 0]
     # a snapshot that does not know the image falls back to NodeInfo.image_states
-    assert scores(pod_with("a:1"), infos, FakeSnapshot(infos, {})) == [7, 0, 0, 0]
+    nowhere = snapshot_of(*nodes_with([], [], [], []))
+    assert scores(pod_with("a:1"), scored, nowhere) == [7, 0, 0, 0]
 
 
 def test_without_handle() -> None:
@@ -202,7 +210,6 @@ def test_calculate_priority(sum_bytes: int, containers: int, want: int) -> None:
 def test_plugin_spec() -> None:
     assert PLUGIN.name == NAME == "ImageLocality"
     assert PLUGIN.args_type is None
-    handle: Any = FakeHandle(FakeSnapshot([]))
-    plugin: Any = PLUGIN.new(PLUGIN.decode(None, "args"), handle)
+    plugin: Any = PLUGIN.new(PLUGIN.decode(None, "args"), make_handle())
     assert plugin.score_extensions() is None
     assert plugin.events_to_register() == []

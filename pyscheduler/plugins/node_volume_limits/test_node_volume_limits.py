@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
+from pyscheduler.backend.objects import ObjectStore
 from pyscheduler.framework.events import Action, QueueingHint, Resource
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import Pod
@@ -20,29 +22,13 @@ from pyscheduler.plugins.node_volume_limits import (
     is_schedulable_after_pvc_added,
 )
 from pyscheduler.plugins.node_volume_limits._intree import ebs_volume_id
-from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
+from pyscheduler.testing import PodBuilder, make_cycle_state, make_handle, make_node, make_node_info, make_pod
 
 Obj = dict[str, Any]
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
 PX = "pxd.portworx.com"
 MIGRATED = "storage.alpha.kubernetes.io/migrated-plugins"
-
-
-class FakeObjects:
-    def __init__(self, *objs: Obj) -> None:
-        self.store = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
-
-    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
-        return self.store.get((kind, namespace, name))
-
-    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
-        return [o for (k, ns, _), o in self.store.items() if k == kind and namespace in (None, ns)]
-
-
-class FakeHandle:
-    def __init__(self, objects: FakeObjects) -> None:
-        self.objects = objects
 
 
 def csi_node(node: str, annotations: dict[str, str] | None = None, **limits: int | None) -> Obj:
@@ -108,7 +94,7 @@ def claims(name: str, *claim_names: str, node: str = "") -> PodBuilder:
 
 
 def plugin(*objs: Obj) -> NodeVolumeLimits:
-    return NodeVolumeLimits(FakeHandle(FakeObjects(*objs)))  # type: ignore[arg-type]
+    return NodeVolumeLimits(make_handle(objects=objs))
 
 
 def code(s: Status | None) -> Code:
@@ -489,7 +475,10 @@ def test_empty_claim_name_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("owner", "want"),
-    [("uid-default-p", Code.UNSCHEDULABLE), ("someone-else", Code.ERROR)],
+    [
+        pytest.param("uid-default-p", Code.UNSCHEDULABLE, id="the pod's own claim counts"),
+        pytest.param("someone-else", Code.ERROR, id="a claim another pod owns is an error"),
+    ],
 )
 def test_ephemeral_volume(owner: str, want: Code) -> None:
     objs = [
@@ -539,10 +528,10 @@ def test_attach_limit_key() -> None:
 @pytest.mark.parametrize(
     ("raw", "want"),
     [
-        ("vol-1", "vol-1"),
-        ("aws://us-east-1a/vol-1", "vol-1"),
-        ("aws:///vol-2", "vol-2"),
-        ("anything", "anything"),
+        pytest.param("vol-1", "vol-1", id="bare id"),
+        pytest.param("aws://us-east-1a/vol-1", "vol-1", id="aws URL with zone"),
+        pytest.param("aws:///vol-2", "vol-2", id="aws URL without zone"),
+        pytest.param("anything", "anything", id="anything else unchanged"),
     ],
 )
 def test_ebs_volume_id(raw: str, want: str) -> None:
@@ -620,12 +609,17 @@ def test_pvc_added_hint() -> None:
 
 
 def test_objects_without_volume_attachments() -> None:
-    class StrictObjects(FakeObjects):
-        def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+    class StrictObjects(ObjectStore):
+        """The real store, except that it serves no VolumeAttachments (as a store not watching them)."""
+
+        def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]:
             if kind == "VolumeAttachment":
                 raise KeyError(kind)
             return super().list(kind, namespace)
 
-    pl = NodeVolumeLimits(FakeHandle(StrictObjects(*CSI_OBJS, csi_node("n1", ebs_csi_aws_com=2))))  # type: ignore[arg-type]
+    store = StrictObjects()
+    for obj in (*CSI_OBJS, csi_node("n1", ebs_csi_aws_com=2)):
+        store.put(obj["kind"], obj)
+    pl = NodeVolumeLimits(make_handle(object_store=store))
     info = make_node_info(make_node("n1"), claims("e", "a"))
     assert pl.filter(make_cycle_state(), claims("p", "b").obj(), info) is None

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
+from pyscheduler.backend.objects import ObjectStore
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import Action, QueueingHint, Resource
 from pyscheduler.framework.plugin_args import ArgsError
@@ -25,7 +27,7 @@ from pyscheduler.plugins.volume_binding import (
     is_schedulable_after_pvc_change,
     is_schedulable_after_storage_class_change,
 )
-from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
+from pyscheduler.testing import make_cycle_state, make_handle, make_node, make_node_info, make_pod
 
 WFFC = "WaitForFirstConsumer"
 IMMEDIATE = "Immediate"
@@ -38,26 +40,9 @@ Obj = dict[str, Any]
 # ------------------------------------------------------------------------------------ fakes
 
 
-class FakeObjects:
-    def __init__(self, *objs: Obj) -> None:
-        self.store: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for o in objs:
-            self.put(o)
-
-    def put(self, obj: dict[str, Any]) -> None:
-        md = obj["metadata"]
-        self.store[(obj["kind"], md.get("namespace", ""), md["name"])] = obj
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.store.get((kind, namespace, name))
-
-    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        return [
-            o for (k, ns, _), o in self.store.items() if k == kind and (namespace is None or ns == namespace)
-        ]
-
-
 class FakeClient:
+    """The API client: records each patch; a patch of the object named ``fail_on`` raises."""
+
     def __init__(self, fail_on: str = "") -> None:
         self.patches: list[tuple[str, str, str, dict[str, Any]]] = []
         self.fail_on = fail_on
@@ -67,12 +52,6 @@ class FakeClient:
             raise RuntimeError(f"conflict on {name}")
         self.patches.append((kind, namespace, name, copy.deepcopy(body)))
         return {}
-
-
-class FakeHandle:
-    def __init__(self, objects: FakeObjects, client: FakeClient | None = None) -> None:
-        self.objects = objects
-        self.client = client or FakeClient()
 
 
 # ---------------------------------------------------------------------------------- objects
@@ -191,10 +170,19 @@ def pod_with(*claims: str, name: str = "p", ephemeral: str = "", uid: str = "") 
     return b.obj()
 
 
-def plugin_for(*objs: Obj, client: FakeClient | None = None) -> tuple[VolumeBinding, FakeObjects, FakeHandle]:
-    objects = FakeObjects(*objs)
-    handle = FakeHandle(objects, client)
-    return VolumeBinding(VolumeBindingArgs(), handle), objects, handle  # type: ignore[arg-type]
+def store_of(*objs: Obj, store: ObjectStore | None = None) -> ObjectStore:
+    store = store if store is not None else ObjectStore()
+    for o in objs:
+        store.put(o["kind"], o)
+    return store
+
+
+def plugin_for(*objs: Obj, client: FakeClient | None = None) -> tuple[VolumeBinding, ObjectStore, FakeClient]:
+    """The plugin over a real object store holding ``objs`` (the informers' view), and the API client
+    its PreBind writes through."""
+    store = store_of(*objs)
+    client = client if client is not None else FakeClient()
+    return VolumeBinding(VolumeBindingArgs(), make_handle(object_store=store, client=client)), store, client
 
 
 def code(status: Status | None) -> Code:
@@ -856,7 +844,7 @@ def schedule(pl: VolumeBinding, pod: Pod, node_obj: Node) -> tuple[CycleState, S
 
 
 def test_static_binding_reserve_prebind_unreserve() -> None:
-    pl, _, handle = plugin_for(WAIT, pvc("a"), pvc("b"), pv("pv1"))
+    pl, _, client = plugin_for(WAIT, pvc("a"), pvc("b"), pv("pv1"))
     n = node()
     state, status = schedule(pl, pod_with("a", name="p1"), n)
     assert status is None
@@ -867,7 +855,7 @@ def test_static_binding_reserve_prebind_unreserve() -> None:
     assert status2 is not None and status2.reasons == (ERR_REASON_BIND_CONFLICT,)
 
     assert pl.pre_bind(state, pod_with("a", name="p1"), n.name) is None
-    assert handle.client.patches == [
+    assert client.patches == [
         (
             "PersistentVolume",
             "",
@@ -905,14 +893,14 @@ def test_assumed_pv_dropped_when_api_object_changes() -> None:
     # the informer delivers a newer version of the PV (here: released again, e.g. claim deleted)
     newer = pv("pv1")
     newer["metadata"]["resourceVersion"] = "6"
-    objects.put(newer)
+    objects.put("PersistentVolume", newer)
     _, status = schedule(pl, pod_with("b", name="p2"), n)
     assert status is None
     assert pl.pv_cache.assumed_keys() == ["pv1"]  # now assumed for p2's claim
 
 
 def test_dynamic_provisioning_reserve_prebind() -> None:
-    pl, _, handle = plugin_for(DYN, pvc("data", cls="dyn"))
+    pl, _, client = plugin_for(DYN, pvc("data", cls="dyn"))
     n1, n2 = node("n1"), node("n2")
     state, status = schedule(pl, pod_with("data", name="p1"), n1)
     assert status is None
@@ -920,7 +908,7 @@ def test_dynamic_provisioning_reserve_prebind() -> None:
     _, other = schedule(pl, pod_with("data", name="p2"), n2)
     assert other is not None and other.reasons == (ERR_REASON_BIND_CONFLICT,)
     assert pl.pre_bind(state, pod_with("data", name="p1"), "n1") is None
-    assert handle.client.patches == [
+    assert client.patches == [
         (
             "PersistentVolumeClaim",
             "default",
@@ -939,16 +927,16 @@ def test_dynamic_provisioning_reserve_prebind() -> None:
 
 
 def test_all_bound_pod_needs_no_prebind() -> None:
-    pl, _, handle = plugin_for(*BOUND_A)
+    pl, _, client = plugin_for(*BOUND_A)
     state, status = schedule(pl, pod_with("data"), node(zone="a"))
     assert status is None
     assert state.read(STATE_KEY).all_bound is True
     assert pl.pre_bind(state, pod_with("data"), "n1") is None
-    assert handle.client.patches == []
+    assert client.patches == []
 
 
 def test_pod_without_claims_passes_every_point() -> None:
-    pl, _, handle = plugin_for()
+    pl, _, client = plugin_for()
     pod = make_pod("p").obj()
     state = make_cycle_state()
     _, status = pl.pre_filter(state, pod, [])
@@ -961,7 +949,7 @@ def test_pod_without_claims_passes_every_point() -> None:
     assert pl.reserve(fresh, pod, "n1") is None
     assert pl.pre_bind(fresh, pod, "n1") is None
     pl.unreserve(fresh, pod, "n1")
-    assert handle.client.patches == []
+    assert client.patches == []
 
 
 def test_prebind_failure_is_an_error_and_reverts() -> None:
@@ -1004,12 +992,16 @@ def test_args_defaults() -> None:
 @pytest.mark.parametrize(
     ("raw", "path"),
     [
-        ({"bindTimeoutSeconds": -1}, "args.bindTimeoutSeconds"),
-        ({"bindTimeoutSeconds": "10"}, "args.bindTimeoutSeconds"),
-        ({"shape": []}, "args.shape"),
+        pytest.param({"bindTimeoutSeconds": -1}, "args.bindTimeoutSeconds", id="negative timeout"),
+        pytest.param({"bindTimeoutSeconds": "10"}, "args.bindTimeoutSeconds", id="timeout as a string"),
+        pytest.param({"shape": []}, "args.shape", id="empty shape"),
         # StorageCapacityScoring is off in kube 1.36: even a well-formed shape is refused
-        ({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}, "args.shape"),
-        ({"bindTimeout": 5}, "args.bindTimeout"),
+        pytest.param(
+            {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
+            "args.shape",
+            id="shape while StorageCapacityScoring is off",
+        ),
+        pytest.param({"bindTimeout": 5}, "args.bindTimeout", id="unknown field"),
     ],
 )
 def test_bad_args(raw: Obj, path: str) -> None:
@@ -1044,10 +1036,10 @@ def test_events() -> None:
 @pytest.mark.parametrize(
     ("claim", "want"),
     [
-        (pvc("data"), QueueingHint.QUEUE),
-        (pvc("p-scratch"), QueueingHint.QUEUE),
-        (pvc("data", ns="other"), QueueingHint.SKIP),
-        (pvc("unrelated"), QueueingHint.SKIP),
+        pytest.param(pvc("data"), QueueingHint.QUEUE, id="the pod's claim"),
+        pytest.param(pvc("p-scratch"), QueueingHint.QUEUE, id="the pod's ephemeral claim"),
+        pytest.param(pvc("data", ns="other"), QueueingHint.SKIP, id="same name in another namespace"),
+        pytest.param(pvc("unrelated"), QueueingHint.SKIP, id="another claim"),
     ],
 )
 def test_pvc_hint(claim: Obj, want: QueueingHint) -> None:
@@ -1159,23 +1151,24 @@ def test_local_volumes(pvs: list[Obj], node_name: str, want: str | None) -> None
         assert [v["metadata"]["name"] for _, v in bindings] == [want]
 
 
-class StrictObjects(FakeObjects):
-    """A ClusterObjects that serves only the four kinds the contract names."""
+class StrictObjects(ObjectStore):
+    """The real store, serving only the four kinds the contract names."""
 
     KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
 
-    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         if kind not in self.KINDS:
             raise KeyError(kind)
         return super().get(kind, namespace, name)
 
-    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]:
         if kind not in self.KINDS:
             raise KeyError(kind)
         return super().list(kind, namespace)
 
 
 def test_objects_without_csi_driver_kinds() -> None:
-    pl = VolumeBinding(VolumeBindingArgs(), FakeHandle(StrictObjects(DYN, pvc("data", cls="dyn"))))  # type: ignore[arg-type]
+    store = store_of(DYN, pvc("data", cls="dyn"), store=StrictObjects())
+    pl = VolumeBinding(VolumeBindingArgs(), make_handle(object_store=store, client=FakeClient()))
     _, status = schedule(pl, pod_with("data"), node())
     assert status is None

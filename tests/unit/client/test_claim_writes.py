@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import ApiError, resource_path
+from pyscheduler.client.api import resource_path
 from pyscheduler.client.claims import ClaimWriteError, consumer_ref, deallocate_claim, reserve_claim
+from pyscheduler.client.errors import ApiError
 
 ALLOC = {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "g0"}]}}
 

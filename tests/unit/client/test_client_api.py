@@ -11,22 +11,21 @@ import pytest
 import urllib3
 from kubernetes import client as k8s_client
 
-from pyscheduler.client.api import (
-    Api,
+from pyscheduler.client.api import Api, resource_path
+from pyscheduler.client.errors import (
     ApiConnectionError,
     ApiError,
     FencedError,
     GoneError,
-    TokenBucket,
     error_from_response,
     is_conflict,
     is_forbidden,
     is_gone,
     is_not_found,
     is_retryable,
-    make_pool,
-    resource_path,
 )
+from pyscheduler.client.ratelimit import TokenBucket
+from pyscheduler.client.transport import make_pool
 from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Pod
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import ApiError
+from pyscheduler.client.errors import ApiError
 from pyscheduler.client.events import EventRecorder, event_body, micro_time, truncate_note
 from pyscheduler.client.writer import AsyncWriter
 from pyscheduler.framework.types import Pod

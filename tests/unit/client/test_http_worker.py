@@ -18,7 +18,8 @@ import orjson
 import pytest
 from kubernetes import client as k8s_client
 
-from pyscheduler.client.api import Api, ApiConnectionError
+from pyscheduler.client.api import Api
+from pyscheduler.client.errors import ApiConnectionError
 from pyscheduler.framework.types import Pod
 
 

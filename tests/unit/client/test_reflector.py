@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import ApiConnectionError, ApiError, GoneError
+from pyscheduler.client.errors import ApiConnectionError, ApiError, GoneError
 from pyscheduler.client.reflector import Reflector
 from pyscheduler.framework.types import MalformedObject, Pod
 

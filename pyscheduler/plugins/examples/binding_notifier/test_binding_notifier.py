@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from pyscheduler.framework.plugin_args import ArgsError
-from pyscheduler.plugins.examples._testing import make_handle
 from pyscheduler.plugins.examples.binding_notifier import (
     NAME,
     PLUGIN,
@@ -17,6 +16,7 @@ from pyscheduler.plugins.examples.binding_notifier import (
     BindingNotifier,
     BindingNotifierArgs,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_cycle_state, make_pod
 from pyscheduler.testing.clock import FakeClock
 
@@ -79,9 +79,11 @@ def test_post_bind_sends_the_binding_off_thread() -> None:
 @pytest.mark.parametrize(
     ("error", "logged"),
     [
-        (ConnectionRefusedError("connection refused"), "connection refused"),
-        (TimeoutError("timed out"), "timed out"),
-        (RuntimeError(), "RuntimeError"),
+        pytest.param(
+            ConnectionRefusedError("connection refused"), "connection refused", id="connection refused"
+        ),
+        pytest.param(TimeoutError("timed out"), "timed out", id="timeout"),
+        pytest.param(RuntimeError(), "RuntimeError", id="error without a message"),
     ],
 )
 def test_failures_are_logged_never_raised(error: Exception, logged: str) -> None:
@@ -133,13 +135,27 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        ({}, "args.webhookURL: required"),
-        ({"webhookURL": "ftp://x/y"}, "args.webhookURL: must be an http or https URL"),
-        ({"webhookURL": "http://"}, "args.webhookURL: must be an http or https URL"),
-        ({"webhookURL": URL, "timeoutSeconds": 0}, "args.timeoutSeconds: must be greater than 0"),
-        ({"webhookURL": URL, "timeoutSeconds": "2"}, "args.timeoutSeconds: must be a number"),
-        ({"webhookURL": URL, "queueSize": 0}, "args.queueSize: must be at least 1"),
-        ({"webhookUrl": URL}, "args.webhookUrl: unknown field"),
+        pytest.param({}, "args.webhookURL: required", id="URL missing"),
+        pytest.param(
+            {"webhookURL": "ftp://x/y"}, "args.webhookURL: must be an http or https URL", id="not http"
+        ),
+        pytest.param(
+            {"webhookURL": "http://"}, "args.webhookURL: must be an http or https URL", id="no host"
+        ),
+        pytest.param(
+            {"webhookURL": URL, "timeoutSeconds": 0},
+            "args.timeoutSeconds: must be greater than 0",
+            id="timeout zero",
+        ),
+        pytest.param(
+            {"webhookURL": URL, "timeoutSeconds": "2"},
+            "args.timeoutSeconds: must be a number",
+            id="timeout as a string",
+        ),
+        pytest.param(
+            {"webhookURL": URL, "queueSize": 0}, "args.queueSize: must be at least 1", id="queue size zero"
+        ),
+        pytest.param({"webhookUrl": URL}, "args.webhookUrl: unknown field", id="unknown field"),
     ],
 )
 def test_bad_args(raw: dict[str, Any], error: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,8 +10,7 @@ from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Res
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
 from pyscheduler.framework.status import Code, Status, code_of
-from pyscheduler.framework.types import NodeInfo, Pod
-from pyscheduler.plugins.examples._testing import FakeQueue, make_handle
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.plugins.examples.coscheduling import (
     MIN_AVAILABLE_KEY,
     NAME,
@@ -22,6 +22,7 @@ from pyscheduler.plugins.examples.coscheduling import (
     group_of,
     is_schedulable_after_pod_added,
 )
+from pyscheduler.testing import make_handle, snapshot_of
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 from pyscheduler.testing.clock import FakeClock
 
@@ -42,6 +43,24 @@ def nodes(count: int = 3, cpu: str = "4", **labels: str) -> list[NodeInfo]:
     ]
 
 
+class FakeQueue:
+    """The scheduling queue as Coscheduling sees it through ``handle.nominator``: the pending pods, and
+    the pods it activates (its nominations are empty)."""
+
+    def __init__(self, pending: Iterable[Pod] = ()) -> None:
+        self.pending = list(pending)
+        self.activated: list[str] = []
+
+    def pending_pod_list(self) -> dict[str, list[Pod]]:
+        return {"active": list(self.pending)}
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self.activated.extend(uids)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return []
+
+
 class Gang:
     """A Coscheduling plugin inside a real Framework (so Permit's WAIT registers real WaitingPods)."""
 
@@ -54,7 +73,9 @@ class Gang:
     ) -> None:
         self.clock = FakeClock()
         self.queue = FakeQueue(pending or []) if queue else None
-        self.handle: FrameworkHandle = make_handle(nodes=infos or nodes(), clock=self.clock, queue=self.queue)
+        self.handle: FrameworkHandle = make_handle(
+            snapshot_of(*(infos or nodes())), clock=self.clock, nominator=self.queue
+        )
         self.plugin = Coscheduling(CoschedulingArgs(timeout), self.handle)
         points: dict[str, tuple[str, ...]] = {
             p: (NAME,) for p in ("queueSort", "preFilter", "reserve", "permit", "postBind")
@@ -337,25 +358,35 @@ def test_unschedulable_nodes_do_not_count_for_cpu() -> None:
 @pytest.mark.parametrize(
     ("pod", "group", "error"),
     [
-        (make_pod("p", NS), None, ""),
-        (member("p", min_available=None), PodGroup(NS, "g", 1), ""),
-        (member("p", min_available=4), PodGroup(NS, "g", 4), ""),
-        (member("p", min_available=None).label(MIN_AVAILABLE_KEY, "5"), PodGroup(NS, "g", 5), ""),
-        (
+        pytest.param(make_pod("p", NS), None, "", id="no group"),
+        pytest.param(member("p", min_available=None), PodGroup(NS, "g", 1), "", id="group of one"),
+        pytest.param(
+            member("p", min_available=4), PodGroup(NS, "g", 4), "", id="min available from the annotation"
+        ),
+        pytest.param(
+            member("p", min_available=None).label(MIN_AVAILABLE_KEY, "5"),
+            PodGroup(NS, "g", 5),
+            "",
+            id="min available from the label",
+        ),
+        pytest.param(
             member("p", min_available=2).label(MIN_AVAILABLE_KEY, "5"),
             PodGroup(NS, "g", 2),
             "",
+            id="annotation wins over label",
         ),  # annotation wins
-        (member("p", min_available=" 2 "), PodGroup(NS, "g", 2), ""),
-        (
+        pytest.param(member("p", min_available=" 2 "), PodGroup(NS, "g", 2), "", id="spaces trimmed"),
+        pytest.param(
             member("p", min_available="-1"),
             None,
             f'invalid {MIN_AVAILABLE_KEY} "-1": must be a positive integer',
+            id="negative",
         ),
-        (
+        pytest.param(
             member("p", min_available="2.5"),
             None,
             f'invalid {MIN_AVAILABLE_KEY} "2.5": must be a positive integer',
+            id="not an integer",
         ),
     ],
 )
@@ -481,11 +512,11 @@ def test_events_registered() -> None:
 @pytest.mark.parametrize(
     ("new", "hint"),
     [
-        (member("sib").obj(), QueueingHint.QUEUE),
-        (member("other", "h").obj(), QueueingHint.SKIP),
-        (member("sib", ns="elsewhere").obj(), QueueingHint.SKIP),
-        (make_pod("loner", NS).obj(), QueueingHint.SKIP),
-        (None, QueueingHint.QUEUE),
+        pytest.param(member("sib").obj(), QueueingHint.QUEUE, id="a sibling"),
+        pytest.param(member("other", "h").obj(), QueueingHint.SKIP, id="another group"),
+        pytest.param(member("sib", ns="elsewhere").obj(), QueueingHint.SKIP, id="same group name elsewhere"),
+        pytest.param(make_pod("loner", NS).obj(), QueueingHint.SKIP, id="a pod without a group"),
+        pytest.param(None, QueueingHint.QUEUE, id="no object"),
     ],
 )
 def test_pod_added_hint(new: Pod | None, hint: QueueingHint) -> None:
@@ -504,10 +535,22 @@ def test_pod_added_hint_for_a_pod_without_group() -> None:
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        ({"permitWaitingTimeSeconds": 0}, "args.permitWaitingTimeSeconds: must be in (0, 900]"),
-        ({"permitWaitingTimeSeconds": 901}, "args.permitWaitingTimeSeconds: must be in (0, 900]"),
-        ({"permitWaitingTimeSeconds": "60"}, "args.permitWaitingTimeSeconds: must be a number"),
-        ({"permitWaitingTime": 60}, "args.permitWaitingTime: unknown field"),
+        pytest.param(
+            {"permitWaitingTimeSeconds": 0},
+            "args.permitWaitingTimeSeconds: must be in (0, 900]",
+            id="timeout zero",
+        ),
+        pytest.param(
+            {"permitWaitingTimeSeconds": 901},
+            "args.permitWaitingTimeSeconds: must be in (0, 900]",
+            id="timeout over 900",
+        ),
+        pytest.param(
+            {"permitWaitingTimeSeconds": "60"},
+            "args.permitWaitingTimeSeconds: must be a number",
+            id="timeout as a string",
+        ),
+        pytest.param({"permitWaitingTime": 60}, "args.permitWaitingTime: unknown field", id="unknown field"),
     ],
 )
 def test_bad_args(raw: dict[str, Any], error: str) -> None:

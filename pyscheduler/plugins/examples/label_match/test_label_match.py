@@ -7,7 +7,6 @@ import pytest
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.status import Code, code_of
-from pyscheduler.plugins.examples._testing import make_handle
 from pyscheduler.plugins.examples.label_match import (
     DEFAULT_LABEL,
     NAME,
@@ -16,6 +15,7 @@ from pyscheduler.plugins.examples.label_match import (
     LabelMatchArgs,
     label_key_error,
 )
+from pyscheduler.testing import make_handle, snapshot_of
 from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
 
 L = DEFAULT_LABEL
@@ -23,7 +23,7 @@ L = DEFAULT_LABEL
 
 def plugin(label: str = L, nodes: list[dict[str, str]] | None = None) -> LabelMatch:
     infos = [make_node_info(make_node(f"n{i}").labels(lbl)) for i, lbl in enumerate(nodes or [])]
-    return LabelMatch(LabelMatchArgs(label), make_handle(nodes=infos))
+    return LabelMatch(LabelMatchArgs(label), make_handle(snapshot_of(*infos)))
 
 
 @pytest.mark.parametrize(
@@ -152,10 +152,12 @@ def test_node_change_hint(
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        ({"label": ""}, "args.label: '' is not a valid label key"),
-        ({"label": "a/b/c"}, "args.label: 'a/b/c' is not a valid label key"),
-        ({"label": 3}, "args.label: must be a string"),
-        ({"lable": "x"}, "args.lable: unknown field"),
+        pytest.param({"label": ""}, "args.label: '' is not a valid label key", id="empty label"),
+        pytest.param(
+            {"label": "a/b/c"}, "args.label: 'a/b/c' is not a valid label key", id="label with two slashes"
+        ),
+        pytest.param({"label": 3}, "args.label: must be a string", id="label not a string"),
+        pytest.param({"lable": "x"}, "args.lable: unknown field", id="unknown field"),
     ],
 )
 def test_bad_args(raw: dict[str, Any], error: str) -> None:

@@ -13,7 +13,6 @@ from pyscheduler.framework.interfaces import NodeScore
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.runtime import Framework, ProfilePlugins
 from pyscheduler.framework.status import Code
-from pyscheduler.plugins.examples._testing import make_handle
 from pyscheduler.plugins.examples.network_traffic import (
     NAME,
     PLUGIN,
@@ -30,6 +29,7 @@ from pyscheduler.plugins.examples.network_traffic.prometheus import (
     Sample,
     parse_response,
 )
+from pyscheduler.testing import make_handle, snapshot_of
 from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
 from pyscheduler.testing.clock import FakeClock
 
@@ -74,7 +74,7 @@ def setup(
 ) -> tuple[NetworkTraffic, list[Any], RecordingLog]:
     infos = [make_node_info(make_node(n)) for n in nodes]
     a = NetworkTrafficArgs(prometheus_address=ADDR, **args)
-    pl = NetworkTraffic(a, make_handle(nodes=infos, clock=clock or FakeClock()), client)
+    pl = NetworkTraffic(a, make_handle(snapshot_of(*infos), clock=clock or FakeClock()), client)
     rec = RecordingLog()
     pl.log = rec
     return pl, infos, rec
@@ -213,7 +213,7 @@ def test_skip_leaves_the_plugin_out_of_the_framework_scores() -> None:
     """Through the real runtime: with Prometheus down the pod is still scored (by the others)."""
     client = FakeClient(error="timed out")
     pl, infos, _ = setup(client)
-    handle = make_handle(nodes=infos)
+    handle = make_handle(snapshot_of(*infos))
     fwk = Framework("p", {NAME: pl}, ProfilePlugins(points={"preScore": (NAME,), "score": (NAME,)}), handle)
     state = make_cycle_state()
     pod = make_pod("p").obj()
@@ -267,18 +267,47 @@ def test_args_promql() -> None:
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        ({}, "args.prometheusAddress: required"),
-        ({"prometheusAddress": "prometheus:9090"}, "args.prometheusAddress: must be an http or https URL"),
-        ({"prometheusAddress": ADDR, "timeRangeInMinutes": 0}, "args.timeRangeInMinutes: must be at least 1"),
-        ({"prometheusAddress": ADDR, "timeoutSeconds": 0}, "args.timeoutSeconds: must be greater than 0"),
-        ({"prometheusAddress": ADDR, "cacheSeconds": -1}, "args.cacheSeconds: must not be negative"),
-        ({"prometheusAddress": ADDR, "networkInterface": ""}, "args.networkInterface: must not be empty"),
-        ({"prometheusAddress": ADDR, "nodeLabel": ""}, "args.nodeLabel: must not be empty"),
-        (
+        pytest.param({}, "args.prometheusAddress: required", id="address missing"),
+        pytest.param(
+            {"prometheusAddress": "prometheus:9090"},
+            "args.prometheusAddress: must be an http or https URL",
+            id="address not a URL",
+        ),
+        pytest.param(
+            {"prometheusAddress": ADDR, "timeRangeInMinutes": 0},
+            "args.timeRangeInMinutes: must be at least 1",
+            id="time range zero",
+        ),
+        pytest.param(
+            {"prometheusAddress": ADDR, "timeoutSeconds": 0},
+            "args.timeoutSeconds: must be greater than 0",
+            id="timeout zero",
+        ),
+        pytest.param(
+            {"prometheusAddress": ADDR, "cacheSeconds": -1},
+            "args.cacheSeconds: must not be negative",
+            id="cache negative",
+        ),
+        pytest.param(
+            {"prometheusAddress": ADDR, "networkInterface": ""},
+            "args.networkInterface: must not be empty",
+            id="interface empty",
+        ),
+        pytest.param(
+            {"prometheusAddress": ADDR, "nodeLabel": ""},
+            "args.nodeLabel: must not be empty",
+            id="node label empty",
+        ),
+        pytest.param(
             {"prometheusAddress": ADDR, "timeRangeInMinutes": 1.5},
             "args.timeRangeInMinutes: must be an integer",
+            id="time range not an integer",
         ),
-        ({"prometheusAddress": ADDR, "interface": "eth0"}, "args.interface: unknown field"),
+        pytest.param(
+            {"prometheusAddress": ADDR, "interface": "eth0"},
+            "args.interface: unknown field",
+            id="unknown field",
+        ),
     ],
 )
 def test_bad_args(raw: dict[str, Any], error: str) -> None:
@@ -305,14 +334,19 @@ def _answer(kind: str, result: Any, status: str = "success") -> bytes:
 @pytest.mark.parametrize(
     ("raw", "samples"),
     [
-        (
+        pytest.param(
             _answer("vector", [{"metric": {"instance": "a"}, "value": [1, "12.5"]}]),
             [Sample({"instance": "a"}, 12.5)],
+            id="one sample",
         ),
-        (_answer("vector", []), []),
-        (_answer("scalar", [1, "3"]), [Sample({}, 3.0)]),
-        (_answer("vector", [{"metric": {"instance": "a"}, "value": [1, "NaN"]}]), []),
-        (_answer("vector", [{"metric": {"instance": "a"}, "value": [1, "+Inf"]}]), []),
+        pytest.param(_answer("vector", []), [], id="empty vector"),
+        pytest.param(_answer("scalar", [1, "3"]), [Sample({}, 3.0)], id="scalar"),
+        pytest.param(
+            _answer("vector", [{"metric": {"instance": "a"}, "value": [1, "NaN"]}]), [], id="NaN dropped"
+        ),
+        pytest.param(
+            _answer("vector", [{"metric": {"instance": "a"}, "value": [1, "+Inf"]}]), [], id="Inf dropped"
+        ),
     ],
 )
 def test_parse_response(raw: bytes, samples: list[Sample]) -> None:
@@ -322,13 +356,18 @@ def test_parse_response(raw: bytes, samples: list[Sample]) -> None:
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        (b"<html>", "answer is not JSON"),
-        (_answer("matrix", []), "the query must give an instant vector, got a matrix"),
-        (
+        pytest.param(b"<html>", "answer is not JSON", id="not JSON"),
+        pytest.param(
+            _answer("matrix", []), "the query must give an instant vector, got a matrix", id="a matrix"
+        ),
+        pytest.param(
             json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}).encode(),
             "bad_data: parse error",
+            id="Prometheus error",
         ),
-        (_answer("vector", [{"metric": {}, "value": [1, "x"]}]), "malformed sample"),
+        pytest.param(
+            _answer("vector", [{"metric": {}, "value": [1, "x"]}]), "malformed sample", id="malformed sample"
+        ),
     ],
 )
 def test_parse_response_errors(raw: bytes, error: str) -> None:

@@ -7,13 +7,13 @@ import pytest
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.status import Code, code_of
-from pyscheduler.plugins.examples._testing import make_handle
 from pyscheduler.plugins.examples.volume_ready import (
     NAME,
     PLUGIN,
     VolumeReady,
     is_schedulable_after_pvc_change,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_pod
 
 Obj = dict[str, Any]

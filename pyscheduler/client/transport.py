@@ -1,0 +1,398 @@
+"""The transport under ``Api``: one keep-alive connection pool, credentials, the rate limit, retries.
+
+``Transport`` sends one request and returns the API's JSON; what the request means (which resource,
+which verb) is ``api.Api``'s business, built on top of it. It is built from a
+``kubernetes.client.Configuration`` (see ``connection.py``) but uses none of the kubernetes package's
+generated models or API classes: they deserialize every field of every object into Python objects,
+which costs more than scheduling the pod. Instead:
+
+- **Connections.** One ``urllib3.PoolManager`` built from the Configuration's TLS settings (CA file or
+  data, client certificate and key, ``verify_ssl``, ``tls_server_name``, proxy), keep-alive, ``maxsize``
+  64 by default, TCP keepalive probes so a dead peer is noticed, urllib3's own retries off. Writes may
+  be sent from a child process (``http_worker.py``); rate limiting, credentials, retries and error
+  mapping stay here.
+- **Credentials.** The ``Authorization`` header comes from ``Configuration.auth_settings()``, cached for
+  10 s and dropped after a 401; that call runs the kubeconfig/in-cluster ``refresh_api_key_hook``, so
+  rotating ServiceAccount tokens and exec/OIDC credentials keep working.
+- **JSON.** Request bodies are encoded and responses decoded with orjson. Responses are returned as
+  the API's own JSON (``dict``); turning them into records is the caller's business.
+- **Rate limit.** A client-side token bucket (``ratelimit.py``; ``qps``/``burst``, 0 means unlimited).
+  Every attempt, retries and watches included, takes a token.
+- **Retries.** tenacity, exponential backoff with jitter, ``max_attempts`` attempts in all, on
+  connection errors, timeouts, 429 and 5xx (a ``Retry-After`` header is honoured up to 10 s). Other 4xx
+  are final at once. The final failure is an ``ApiError`` (``errors.py``).
+
+Everything here is thread-safe: the scheduler's reflectors, binder, event recorder and writer threads
+share one client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Self
+
+import orjson
+import structlog
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes.client.rest import should_bypass_proxies
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from pyscheduler.client.errors import (
+    ApiConnectionError,
+    ApiError,
+    FencedError,
+    error_from_response,
+    is_retryable,
+)
+from pyscheduler.client.http_worker import HttpWorker, WorkerError, exchange
+from pyscheduler.client.ratelimit import TokenBucket
+from pyscheduler.framework.clock import Clock, RealClock
+
+log = structlog.get_logger("pyscheduler.client")
+
+JSON = dict[str, Any]
+Query = Mapping[str, str | int | bool | None]
+USER_AGENT: Final = "pyscheduler/0.1.0"
+AUTH_REFRESH_SECONDS: Final = 10.0
+MAX_RETRY_AFTER: Final = 10.0
+
+
+def _keepalive_options() -> list[tuple[int, int, int]]:
+    opts = [
+        *urllib3.connection.HTTPConnection.default_socket_options,
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    ]
+    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, name):
+            opts.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return opts
+
+
+def pool_kwargs(configuration: k8s_client.Configuration, maxsize: int = 64) -> dict[str, Any]:
+    """``urllib3.PoolManager`` arguments for the Configuration's TLS settings (all picklable)."""
+    kw: dict[str, Any] = {
+        "num_pools": 4,
+        "maxsize": maxsize,
+        "block": False,
+        "retries": False,
+        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
+        "ca_certs": configuration.ssl_ca_cert,
+        "ca_cert_data": getattr(configuration, "ca_cert_data", None),
+        "cert_file": configuration.cert_file,
+        "key_file": configuration.key_file,
+        "socket_options": _keepalive_options(),
+    }
+    if configuration.assert_hostname is not None:
+        kw["assert_hostname"] = configuration.assert_hostname
+    if getattr(configuration, "tls_server_name", None):
+        kw["server_hostname"] = configuration.tls_server_name
+    return kw
+
+
+def _uses_proxy(configuration: k8s_client.Configuration) -> bool:
+    proxy = configuration.proxy
+    return bool(proxy) and not should_bypass_proxies(
+        configuration.host, getattr(configuration, "no_proxy", None) or ""
+    )
+
+
+def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> urllib3.PoolManager:
+    """A keep-alive PoolManager with the Configuration's TLS and proxy settings; urllib3 retries off."""
+    kw = pool_kwargs(configuration, maxsize)
+    proxy = configuration.proxy
+    if proxy and _uses_proxy(configuration):
+        if proxy.split("://", 1)[0].lower().startswith("socks"):
+            raise ValueError(f"SOCKS proxy {proxy!r} is not supported")
+        return urllib3.ProxyManager(proxy, proxy_headers=configuration.proxy_headers, **kw)
+    return urllib3.PoolManager(**kw)
+
+
+class Transport:
+    """One API server, JSON over HTTP: pooled connections, credentials, rate limit, retries; see the
+    module docstring. ``Api`` adds the resources and verbs."""
+
+    def __init__(
+        self,
+        configuration: k8s_client.Configuration,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        max_attempts: int = 5,
+        backoff_initial: float = 0.1,
+        backoff_max: float = 5.0,
+        pool_maxsize: int = 64,
+        user_agent: str = USER_AGENT,
+        clock: Clock | None = None,
+        auth_refresh_seconds: float = AUTH_REFRESH_SECONDS,
+        pool: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+        http_worker: bool = False,
+    ) -> None:
+        self.configuration = configuration
+        self.server = str(configuration.host).rstrip("/")
+        self.limiter = TokenBucket(qps, burst, sleep=sleep)
+        self.max_attempts = max(1, max_attempts)
+        self.clock: Clock = clock or RealClock()
+        self._backoff = wait_exponential_jitter(
+            multiplier=backoff_initial, max=backoff_max, jitter=backoff_initial
+        )
+        self._sleep = sleep
+        self._pool: Any = pool if pool is not None else make_pool(configuration, max(32, pool_maxsize))
+        # Every call goes to one server: take its connection pool once, so a request does not pay for
+        # PoolManager's URL parsing and pool-key lookup (a fifth of a bind's client CPU, py-spy).
+        self._origin = ""
+        self._host_pool: Any = None
+        if pool is None and type(self._pool) is urllib3.PoolManager:
+            parsed = urllib3.util.parse_url(self.server)
+            self._origin = f"{parsed.scheme}://{parsed.netloc}"
+            self._host_pool = self._pool.connection_from_url(self.server)
+        self._timeouts: dict[float, urllib3.Timeout] = {}
+        # Writes (everything but GET) sent from a child process: see http_worker. Only for a direct
+        # connection through our own pool (not through a proxy, not with an injected pool).
+        self._worker: HttpWorker | None = None
+        if http_worker and self._host_pool is not None and not _uses_proxy(configuration):
+            self._worker = HttpWorker(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
+        self._user_agent = user_agent
+        self._auth: str | None = None
+        self._auth_at = -1e18
+        self._auth_lock = threading.Lock()
+        self._auth_ttl = auth_refresh_seconds
+        # counters for metrics and tests
+        self.requests_total = 0
+        self.retries_total = 0
+        # Checked right before every attempt of a Binding POST, after the rate limiter's wait and before
+        # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
+        # a backoff must not send them once its lease may have passed to another replica.
+        self.bind_fence: Callable[[], bool] | None = None
+
+    def with_own_rate_limiter(self) -> Self:
+        """This client (same connections, credentials and retries) with a rate limiter of its own, the
+        same QPS and burst: kube-scheduler gives leader election its own client for the same reason.
+        Lease renewals must not queue behind a burst of binds: a leader starved of renewals for
+        renewDeadline stops binding and loses its lease to its own load."""
+        view = copy.copy(self)
+        view.limiter = TokenBucket(self.limiter.qps, self.limiter.burst, sleep=self._sleep)
+        return view
+
+    @property
+    def http_worker_pid(self) -> int | None:
+        """The HTTP worker process's pid while it runs (None: requests are sent in-process)."""
+        w = self._worker
+        return w.pid if w is not None and w.alive else None
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        self._host_pool = None
+        with contextlib.suppress(Exception):
+            self._pool.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _authorization(self) -> str | None:
+        now = time.monotonic()
+        if now - self._auth_at < self._auth_ttl:
+            return self._auth
+        with self._auth_lock:
+            if now - self._auth_at < self._auth_ttl:
+                return self._auth
+            cfg = self.configuration
+            value: str | None = None
+            setting = cfg.auth_settings().get("BearerToken")
+            if setting and setting.get("value"):
+                value = str(setting["value"])
+            elif cfg.username or cfg.password:
+                value = cfg.get_basic_auth_token()
+            self._auth, self._auth_at = value, now
+            return value
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        h = {"Accept": "application/json", "User-Agent": self._user_agent}
+        auth = self._authorization()
+        if auth:
+            h["Authorization"] = auth
+        if content_type:
+            h["Content-Type"] = content_type
+        return h
+
+    def url(self, path: str, query: Query | None = None) -> str:
+        u = self.server + path
+        if query:
+            q = {
+                k: ("true" if v is True else "false" if v is False else str(v))
+                for k, v in query.items()
+                if v is not None
+            }
+            if q:
+                u += "?" + urllib.parse.urlencode(q)
+        return u
+
+    def _once(
+        self, method: str, path: str, url: str, data: bytes | None, content_type: str | None, timeout: float
+    ) -> tuple[int, Any]:
+        self.limiter.acquire()
+        fence = self.bind_fence
+        if fence is not None and method == "POST" and path.endswith("/binding") and not fence():
+            raise FencedError(0, "Fenced", "not the leader any more: binding stopped", method, path)
+        self.requests_total += 1
+        connect = min(timeout, 10.0)
+        headers = self._headers(content_type if data is not None else None)
+        worker = self._worker
+        status: int
+        raw: bytes
+        if worker is not None and method != "GET" and worker.alive:
+            try:
+                status, reason, retry_after, raw = worker.request(
+                    method, url[len(self._origin) :], data, headers, connect, timeout
+                )
+            except WorkerError as e:
+                raise ApiConnectionError(0, e.kind, str(e), method, path) from e
+        else:
+            t = self._timeouts.get(timeout)
+            if t is None:
+                t = self._timeouts[timeout] = urllib3.Timeout(connect=connect, read=timeout)
+            host_pool = self._host_pool
+            if host_pool is not None:
+                send, where = host_pool.urlopen, url[len(self._origin) :]
+            else:
+                send, where = self._pool.request, url
+            try:
+                status, reason, retry_after, raw = exchange(send, method, where, data, headers, t)
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
+        if status >= 400:
+            if status == 401:
+                self._auth_at = -1e18  # re-read the credentials (a rotated token) on the next call
+            raise error_from_response(
+                status,
+                raw,
+                method,
+                path,
+                http_reason=reason,
+                retry_after=retry_after,
+            )
+        if not raw:
+            return status, None
+        try:
+            return status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return status, raw.decode("utf-8", "replace")
+
+    def _wait(self, rs: RetryCallState) -> float:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        if isinstance(exc, ApiError) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_RETRY_AFTER)
+        return float(self._backoff(rs))
+
+    def _before_sleep(self, rs: RetryCallState) -> None:
+        self.retries_total += 1
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        log.info(
+            "api call failed, retrying",
+            attempt=rs.attempt_number,
+            error=str(exc),
+            wait=round(rs.upcoming_sleep, 3),
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+        retry: bool = True,
+    ) -> tuple[int, Any]:
+        """One API call with retries; returns (HTTP status, parsed JSON or text or None).
+
+        Raises ``ApiError`` (``GoneError``, ``ApiConnectionError``) when the call fails for good."""
+        url = self.url(path, query)
+        data: bytes | None
+        if body is None:
+            data = None
+        elif isinstance(body, bytes | bytearray):
+            data = bytes(body)
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = orjson.dumps(body)
+        if not retry or self.max_attempts == 1:
+            return self._once(method, path, url, data, content_type, timeout)
+        # Almost every call succeeds at once: try it before paying for a tenacity retry loop.
+        try:
+            return self._once(method, path, url, data, content_type, timeout)
+        except ApiError as e:
+            if not is_retryable(e):
+                raise
+            first_error: ApiError | None = e
+        attempt = self._once
+
+        def replay_first_failure(*args: Any) -> tuple[int, Any]:
+            # tenacity sees the failure we already had as its attempt 1, then retries as usual.
+            nonlocal first_error
+            if first_error is not None:
+                err, first_error = first_error, None
+                raise err
+            return attempt(*args)
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_retryable),
+            reraise=True,
+            sleep=self._sleep,
+            before_sleep=self._before_sleep,
+        )
+        result: tuple[int, Any] = retrying(
+            replay_first_failure, method, path, url, data, content_type, timeout
+        )
+        return result
+
+    # ------------------------------------------------------------------------------ streams
+    def _open_stream(self, path: str, url: str, read_timeout: float) -> Any:
+        self.limiter.acquire()
+        self.requests_total += 1
+        try:
+            resp = self._pool.request(
+                "GET",
+                url,
+                headers=self._headers(None),
+                timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise ApiConnectionError(0, type(e).__name__, str(e), "WATCH", path) from e
+        if resp.status != 200:
+            try:
+                raw = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                raw = b""
+            finally:
+                resp.release_conn()
+            raise error_from_response(
+                resp.status,
+                raw,
+                "WATCH",
+                path,
+                http_reason=resp.reason or "",
+                retry_after=resp.headers.get("Retry-After"),
+            )
+        return resp
