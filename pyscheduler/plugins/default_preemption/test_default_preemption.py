@@ -751,6 +751,40 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
     assert env.plugin.pre_enqueue(p) is None
 
 
+@pytest.mark.parametrize(
+    ("cache_says", "held"),
+    [
+        pytest.param("present", True, id="victim still in the cache"),
+        pytest.param("deleting", False, id="victim terminating"),
+        pytest.param("gone", False, id="victim removed from the cache"),
+    ],
+)
+def test_pre_enqueue_reads_the_last_victim_from_the_schedulers_cache(cache_says: str, held: bool) -> None:
+    # the daemon gives extra["assigned_pod"] (uid -> bound pod in its cache); the delete event of the
+    # last victim must find the preemptor no longer "running preemption", or it stays gated
+    a = vpod("a", 1, "1").node("n1").obj()
+    b = vpod("b", 2, "1").node("n1").obj()
+    states = {"present": a, "deleting": vpod("a", 1, "1").node("n1").terminating().obj(), "gone": None}
+    asked: list[str] = []
+
+    def assigned_pod(uid: str) -> Pod | None:
+        asked.append(uid)
+        return states[cache_says]
+
+    seen: list[Status | None] = []
+    client = FakeClient()
+    env = Env(
+        [make_node_info(make_node("n1").capacity(cpu="2", pods=110), a, b)],
+        client=client,
+        extra={"assigned_pod": assigned_pod},
+    )
+    p = vpod("p", 10, "2").obj()
+    client.on_delete = lambda name: seen.append(env.plugin.pre_enqueue(p)) if name == "a" else None
+    env.post_filter(p)
+    assert asked == [a.uid]
+    assert len(seen) == 1 and (seen[0] is not None) == held
+
+
 def test_sync_preemption_never_gates() -> None:
     env = Env([node("n1", "2", vpod("a", 1, "2"))], async_preemption=False, runner=Deferred())
     p = vpod("p", 10, "2").obj()
