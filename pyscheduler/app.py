@@ -24,7 +24,7 @@ import gc
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -527,12 +527,13 @@ def build_app(
         sort_key=first.queue_sort_key,
     )
     cache = Cache()
+
     # DefaultPreemption's async preemption: a preemptor is let through PreEnqueue once its last victim
     # is gone or terminating (read from the cache), and is activated again if its preemption failed.
-    preemption_hooks = {
-        "assigned_pod": cache.get_pod,
-        "activate": lambda pods: queue.activate([p.uid for p in pods]),
-    }
+    def activate(pods: Iterable[Pod]) -> None:
+        queue.activate([p.uid for p in pods])
+
+    preemption_hooks: dict[str, Any] = {"assigned_pod": cache.get_pod, "activate": activate}
     handle.nominator = queue
     handle.extra.update(preemption_hooks)
     for fwk in frameworks.values():

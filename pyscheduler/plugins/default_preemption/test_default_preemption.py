@@ -764,7 +764,11 @@ def test_pre_enqueue_reads_the_last_victim_from_the_schedulers_cache(cache_says:
     # last victim must find the preemptor no longer "running preemption", or it stays gated
     a = vpod("a", 1, "1").node("n1").obj()
     b = vpod("b", 2, "1").node("n1").obj()
-    states = {"present": a, "deleting": vpod("a", 1, "1").node("n1").terminating().obj(), "gone": None}
+    states: dict[str, Pod | None] = {
+        "present": a,
+        "deleting": vpod("a", 1, "1").node("n1").terminating().obj(),
+        "gone": None,
+    }
     asked: list[str] = []
 
     def assigned_pod(uid: str) -> Pod | None:
