@@ -37,8 +37,8 @@ LEASE = "chaos-scheduler"
 LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 
 
-def config(ns: str, qps: int = 200) -> dict[str, Any]:
-    return {
+def config(ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {
@@ -53,10 +53,32 @@ def config(ns: str, qps: int = 200) -> dict[str, Any]:
         "clientConnection": {"qps": qps, "burst": 2 * qps},
         "profiles": [{"schedulerName": SCHEDULER_NAME}],
     }
+    if extenders:
+        cfg["extenders"] = extenders
+    return cfg
 
 
-class ProxyProcess:
+class Controlled:
+    """A helper process (proxy, extender) that prints its control port and takes one-line commands."""
+
+    proc: subprocess.Popen[str]
+    control: int
+
+    def cmd(self, line: str) -> str:
+        with socket.create_connection(("127.0.0.1", self.control), timeout=5) as s:
+            s.sendall(line.encode() + b"\n")
+            return s.makefile().readline().strip()
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+class ProxyProcess(Controlled):
     """bench/chaos/proxy.py as its own process in front of the cluster's API server."""
+
+    kubeconfig: Path
 
     def __init__(self, cluster: LocalCluster) -> None:
         upstream = cluster.server.split("://", 1)[1]
@@ -74,15 +96,89 @@ class ProxyProcess:
         cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.port}"
         self.kubeconfig.write_text(json.dumps(cfg))
 
-    def cmd(self, line: str) -> str:
-        with socket.create_connection(("127.0.0.1", self.control), timeout=5) as s:
-            s.sendall(line.encode() + b"\n")
-            return s.makefile().readline().strip()
 
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
+class HttpProxyProcess(ProxyProcess):
+    """bench/chaos/httpproxy.py (TLS terminated with a certificate from the cluster's CA): injects 429,
+    500, 503 and slow answers; every request it saw is in ``self.log`` (JSON lines)."""
+
+    def __init__(self, cluster: LocalCluster) -> None:  # the TCP proxy's __init__ is not called
+        assert cluster.state_dir is not None
+        upstream = cluster.server.split("://", 1)[1]
+        self.dir = Path(tempfile.mkdtemp(prefix="chaos-httpproxy-"))
+        self.log = self.dir / "requests.jsonl"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.chaos.httpproxy",
+                "--upstream",
+                upstream,
+                "--pki",
+                str(cluster.state_dir / "pki"),
+                "--log",
+                str(self.log),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        _, port, _, control = self.proc.stdout.readline().split()
+        self.port, self.control = int(port), int(control)
+        self.kubeconfig = self.dir / "kubeconfig"
+        cfg = json.loads(cluster.kubeconfig.read_text())
+        cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.port}"
+        self.kubeconfig.write_text(json.dumps(cfg))
+
+    def rule(self, **spec: Any) -> None:
+        reply = self.cmd("set " + json.dumps(spec))
+        if reply != "ok":
+            raise RuntimeError(f"proxy refused rule {spec}: {reply}")
+
+    def requests(self) -> list[dict[str, Any]]:
+        self.cmd("stats")  # flushes the log
+        out = []
+        for line in self.log.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+        return out
+
+
+class ExtenderProcess(Controlled):
+    """bench/chaos/extender.py as its own process: filter, prioritize and bind (it binds through the API
+    server itself), with answers broken on command."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.chaos.extender",
+                "--server",
+                cluster.server,
+                "--ca",
+                str(cluster.ca_file),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "CHAOS_EXTENDER_TOKEN": ADMIN_TOKEN},
+        )
+        assert self.proc.stdout is not None
+        _, port, _, control = self.proc.stdout.readline().split()
+        self.port, self.control = int(port), int(control)
+
+    def config(self, ignorable: bool) -> dict[str, Any]:
+        return {
+            "urlPrefix": f"http://127.0.0.1:{self.port}",
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "bindVerb": "bind",
+            "weight": 1,
+            "nodeCacheCapable": True,
+            "httpTimeout": f"{EXTENDER_TIMEOUT_S}s",
+            "ignorable": ignorable,
+        }
 
 
 @dataclass
@@ -93,6 +189,7 @@ class Ctx:
     checker: Checker
     notes: list[str] = field(default_factory=list)
     proxy: ProxyProcess | None = None
+    extender: ExtenderProcess | None = None
 
 
 def holder(ctx: Ctx) -> str:
@@ -230,6 +327,157 @@ def f_proxy_resets(ctx: Ctx) -> float:
     return time.monotonic()
 
 
+# ------------------------------------------------------------------ HTTP faults (TLS-terminating proxy)
+API_FAULT_S = 20.0
+BIND_PATH = r"/pods/[^/]+/binding$"
+
+
+def _http_fault(ctx: Ctx, rules: list[dict[str, Any]], what: str) -> float:
+    proxy = ctx.proxy
+    assert isinstance(proxy, HttpProxyProcess)
+    for r in rules:
+        proxy.rule(**r)
+    time.sleep(API_FAULT_S)
+    proxy.cmd("clear")
+    end = time.monotonic()
+    ctx.notes.append(f"{what} for {API_FAULT_S:.0f}s; proxy {proxy.cmd('stats')}")
+    return end
+
+
+def f_api_429(ctx: Ctx) -> float:
+    """30% of all requests (lists, watches, binds, events, status patches) answered 429 with Retry-After
+    2 s before the API server sees them."""
+    return _http_fault(ctx, [{"status": 429, "retry_after": 2, "fraction": 0.3}], "30% of requests 429")
+
+
+def f_api_5xx(ctx: Ctx) -> float:
+    """15% of all requests answered 500 and 15% of the rest 503 (no Retry-After), not forwarded."""
+    rules = [{"status": 500, "fraction": 0.15}, {"status": 503, "fraction": 0.15}]
+    return _http_fault(ctx, rules, "~28% of requests 500/503")
+
+
+def f_api_lost_response(ctx: Ctx) -> float:
+    """The API server acts, the client gets an error instead of its answer: half of the Binding POSTs
+    (the pod IS bound; the retry meets 409) and a fifth of the other writes, answered 500 after
+    forwarding."""
+    rules = [
+        {"status": 500, "when": "after", "fraction": 0.5, "method": "POST", "path": BIND_PATH},
+        {"status": 503, "when": "after", "fraction": 0.2, "method": "PATCH"},
+        {"status": 503, "when": "after", "fraction": 0.2, "method": "POST"},
+    ]
+    return _http_fault(ctx, rules, "writes served but answered 500/503 (50% of binds)")
+
+
+def f_api_slow(ctx: Ctx) -> float:
+    """A slow API server: 5% of Binding POSTs answered after 31 s (past the client's 30 s read timeout:
+    the pod is bound, the client times out and retries), 40% of the other requests after 2 s."""
+    rules: list[dict[str, Any]] = [
+        {"delay": 31.0, "fraction": 0.05, "method": "POST", "path": BIND_PATH},
+        {"delay": 2.0, "fraction": 0.4, "watch": False},
+    ]
+    return _http_fault(ctx, rules, "5% of binds +31 s, 40% of requests +2 s")
+
+
+# ------------------------------------------------------------------ extender faults
+EXTENDER_TIMEOUT_S = 1
+EXTENDER_MODES = [("slow", f"{EXTENDER_TIMEOUT_S + 1}"), ("error", ""), ("garbage", ""), ("down", "")]
+EXTENDER_MODE_S = 5.0
+
+
+def f_extender(ctx: Ctx) -> float:
+    """The extender (filter, prioritize, bind) answers too late (after binding), 500 (after binding),
+    garbage (after binding), then refuses connections: 5 s each. Binds made by the extender whose answer
+    the scheduler never read must not turn into a second bind or an overcommitted node."""
+    ext = ctx.extender
+    assert ext is not None
+    binds_during = []
+    for mode, arg in EXTENDER_MODES:
+        start = time.monotonic()
+        ext.cmd(f"mode {mode} {arg}".strip())
+        time.sleep(EXTENDER_MODE_S)
+        binds_during.append(f"{mode} {len([b for b in ctx.checker.bind_log if b >= start])}")
+    ext.cmd("mode ok")
+    end = time.monotonic()
+    ctx.notes.append(f"binds seen per {EXTENDER_MODE_S:.0f}s fault: {', '.join(binds_during)}")
+    ctx.notes.append(f"extender {ext.cmd('stats')}")
+    return end
+
+
+def _quantiles(v: list[float]) -> str:
+    if not v:
+        return "none"
+    v = sorted(v)
+    return f"n={len(v)} min {v[0]:.2f}s median {v[len(v) // 2]:.2f}s max {v[-1]:.2f}s"
+
+
+def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
+    """From the proxy's request log: after each injected failure, when the same request (method, path,
+    body) came again. 429: the gap must be at least Retry-After; 5xx: the gaps grow (exponential backoff).
+    Also: binds retried after a lost response that met 409, and requests whose last attempt failed."""
+    by_key: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in reqs:
+        by_key.setdefault((r["m"], r["p"], r.get("b", 0)), []).append(r)
+    gaps_429: list[float] = []
+    early_429 = 0
+    gaps_5xx: dict[int, list[float]] = {}
+    gave_up = {"binds": 0, "other": 0}
+    bind_409_after_lost = 0
+    for (m, path, _), rs in by_key.items():
+        is_bind = m == "POST" and path.endswith("/binding")
+        chain = 0
+        for i, r in enumerate(rs):
+            if not r.get("injected"):
+                chain = 0
+                continue
+            nxt = rs[i + 1] if i + 1 < len(rs) else None
+            if nxt is None or nxt["t"] - r["t"] > 15:
+                if not r.get("watch"):
+                    gave_up["binds" if is_bind else "other"] += 1
+                continue
+            gap = nxt["t"] - r["t"]
+            chain += 1
+            if r["status"] == 429:
+                gaps_429.append(gap)
+                early_429 += gap < 2 - 0.05
+            else:
+                gaps_5xx.setdefault(min(chain, 4), []).append(gap)
+            if is_bind and r.get("injected") == "after" and nxt.get("status") == 409:
+                bind_409_after_lost += 1
+    out: dict[str, Any] = {"requests": len(reqs), "injected": sum(1 for r in reqs if r.get("injected"))}
+    if gaps_429:
+        out["retry after 429 (Retry-After 2s)"] = _quantiles(gaps_429)
+        out["retried before Retry-After"] = early_429
+    for n, g in sorted(gaps_5xx.items()):
+        out[f"retry {n}{'+' if n == 4 else ''} after 5xx"] = _quantiles(g)
+    if bind_409_after_lost:
+        out["binds retried after a lost response, answered 409"] = bind_409_after_lost
+    out["failed for good (last attempt failed)"] = gave_up
+    out.update(_held_back_figures(reqs, by_key))
+    return out
+
+
+def _held_back_figures(
+    reqs: list[dict[str, Any]], by_key: dict[tuple[str, str, int], list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Answers held back past the client's read timeout: the same request sent again meanwhile."""
+    delayed = [r for r in reqs if r.get("delay")]
+    if not delayed:
+        return {}
+    out: dict[str, Any] = {"delayed": len(delayed)}
+    again = []
+    for r in delayed:
+        rs = by_key[(r["m"], r["p"], r.get("b", 0))]
+        nxt = next((x for x in rs if r["t"] < x["t"] <= r["t"] + r["delay"]), None)
+        if nxt is not None:
+            again.append((nxt["t"] - r["t"], nxt.get("status")))
+    if again:
+        out["sent again while the answer was held back"] = (
+            f"{len(again)} (after {_quantiles([g for g, _ in again])}; "
+            f"answered {sorted({str(st) for _, st in again})})"
+        )
+    return out
+
+
 SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, replicas)
     "baseline": (f_none, 1),
     "scheduler-sigkill": (f_scheduler_kill, 1),
@@ -241,9 +489,17 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     # the same SIGSTOP, with the client throttled to 10 QPS so binds queue in the rate limiter when the
     # process is frozen: without bind fencing they are sent on SIGCONT, after the standby took over
     "leader-sigstop-throttled": (f_leader_stop, 2),
+    "api-429": (f_api_429, 1),
+    "api-5xx": (f_api_5xx, 1),
+    "api-lost-response": (f_api_lost_response, 1),
+    "api-slow": (f_api_slow, 1),
+    "extender-faults": (f_extender, 1),
+    "extender-faults-ignorable": (f_extender, 1),
 }
+EXTENDERS = {"extender-faults": False, "extender-faults-ignorable": True}  # name -> ignorable
 THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
+VIA_HTTP_PROXY = {"api-429", "api-5xx", "api-lost-response", "api-slow"}
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -278,18 +534,24 @@ def run_scenario(
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.setup()
-    proxy = ProxyProcess(cluster) if name in VIA_PROXY else None
+    proxy: ProxyProcess | None = None
+    if name in VIA_PROXY:
+        proxy = ProxyProcess(cluster)
+    elif name in VIA_HTTP_PROXY:
+        proxy = HttpProxyProcess(cluster)
+    extender = ExtenderProcess(cluster) if name in EXTENDERS else None
+    ext_cfg = [extender.config(EXTENDERS[name])] if extender is not None else None
     scheds = [
         SchedulerProcess(
             proxy.kubeconfig if proxy else cluster.kubeconfig,
-            config(ns, THROTTLED.get(name, 200)),
+            config(ns, THROTTLED.get(name, 200), ext_cfg),
             leader_elect=replicas > 1,
             env={"POD_NAME": f"{name}-{i}"},
             name=f"chaos-{i}",
         )
         for i in range(replicas)
     ]
-    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy)
+    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender)
     t0 = time.monotonic()
     try:
         for s in scheds:
@@ -341,8 +603,11 @@ def run_scenario(
                     os.killpg(s.proc.pid, signal.SIGCONT)
             s.stop(timeout=15)
         checker.stop()
+        retries = retry_figures(proxy.requests()) if isinstance(proxy, HttpProxyProcess) else None
         if proxy is not None:
             proxy.stop()
+        if extender is not None:
+            extender.stop()
         wl.teardown()
     summary = checker.summary()
     result: dict[str, Any] = {
@@ -357,6 +622,8 @@ def run_scenario(
         "pending_reasons": checker.pending_reasons(),
         "violations": [v.__dict__ for v in checker.violations[:20]],
     }
+    if retries is not None:
+        result["retries"] = retries
     if any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
         result["scheduler_logs"] = logs
     return result
@@ -388,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
                 flush=True,
             )
+            for k, v in (r.get("retries") or {}).items():
+                print(f"  {k}: {v}", flush=True)
             for msg, n in list(r["pending_reasons"].items())[:3]:
                 print(f"  pending {n}: {msg}", flush=True)
             for v in r["violations"][:5]:
