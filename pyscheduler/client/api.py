@@ -129,6 +129,7 @@ class ApiError(Exception):
         self.path = path
         self.retry_after = retry_after
         self.details: Mapping[str, Any] = details or {}
+        self.attempts = 1  # how many times the request was sent (set by Api.request on the final failure)
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -592,13 +593,15 @@ class Api:
                 raise
             first_error: ApiError | None = e
         attempt = self._once
+        sent = 1
 
         def replay_first_failure(*args: Any) -> tuple[int, Any]:
             # tenacity sees the failure we already had as its attempt 1, then retries as usual.
-            nonlocal first_error
+            nonlocal first_error, sent
             if first_error is not None:
                 err, first_error = first_error, None
                 raise err
+            sent += 1
             return attempt(*args)
 
         retrying = Retrying(
@@ -609,9 +612,13 @@ class Api:
             sleep=self._sleep,
             before_sleep=self._before_sleep,
         )
-        result: tuple[int, Any] = retrying(
-            replay_first_failure, method, path, url, data, content_type, timeout
-        )
+        try:
+            result: tuple[int, Any] = retrying(
+                replay_first_failure, method, path, url, data, content_type, timeout
+            )
+        except ApiError as e:
+            e.attempts = sent
+            raise
         return result
 
     # ------------------------------------------------------------------------------ list & watch
@@ -788,7 +795,8 @@ class Api:
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         """POST pods/{name}/binding with a uid precondition. None on success; otherwise an error Status
         whose ``error`` is the ApiError (409: already bound, or the pod was replaced; 404: pod gone;
-        those are final and not retried)."""
+        those are final and not retried). A 409 "already assigned to node <this node>" to a *retry* is
+        success: an earlier attempt went through and only its answer was lost."""
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -798,6 +806,20 @@ class Api:
         try:
             self.request("POST", resource_path("Pod", pod.namespace, pod.name, "binding"), body=body)
         except ApiError as e:
+            if (
+                e.is_conflict()
+                and e.attempts > 1
+                and f'is already assigned to node "{node_name}"' in e.message
+            ):
+                # An earlier attempt of this very Binding (same pod uid, same node) was carried out but its
+                # answer was lost (a 5xx from a proxy, a read timeout): the pod is bound where we sent it.
+                # Reporting the retry's 409 would requeue a bound pod and mark it PodScheduled=False.
+                log.info(
+                    "bind answer lost; the retry shows the pod bound to this node",
+                    pod=pod.key,
+                    node=node_name,
+                )
+                return None
             return Status.as_error(e)
         return None
 
