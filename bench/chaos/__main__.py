@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.chaos.checker import SCHEDULER_NAME, Checker
+from bench.chaos.checker import SCHEDULER_NAME, Checker, Violation
 from bench.chaos.workload import Workload
 from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster
 from pyscheduler.testing.daemon import SchedulerProcess
@@ -37,7 +38,9 @@ LEASE = "chaos-scheduler"
 LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 
 
-def config(ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def config(
+    ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = None, gangs: bool = False
+) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -55,6 +58,13 @@ def config(ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = Non
     }
     if extenders:
         cfg["extenders"] = extenders
+    if gangs:  # Coscheduling (Permit waits for the gang) replaces PrioritySort as the queue sort
+        cfg["profiles"][0]["plugins"] = {
+            "multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}
+        }
+        cfg["profiles"][0]["pluginConfig"] = [
+            {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": GANG_WAIT_S}}
+        ]
     return cfg
 
 
@@ -190,6 +200,7 @@ class Ctx:
     notes: list[str] = field(default_factory=list)
     proxy: ProxyProcess | None = None
     extender: ExtenderProcess | None = None
+    workload: Workload | None = None
 
 
 def holder(ctx: Ctx) -> str:
@@ -378,24 +389,149 @@ def f_api_slow(ctx: Ctx) -> float:
     return _http_fault(ctx, rules, "5% of binds +31 s, 40% of requests +2 s")
 
 
+# ------------------------------------------------------------------ races
+GANG_WAIT_S = 10
+RACE_S = 20.0
+
+
+def f_node_deleted_mid_bind(ctx: Ctx) -> float:
+    """Every Binding held 2 s in the proxy before it reaches the API server; meanwhile, again and again,
+    a node that a held Binding names is deleted and created again 0.7 s later (same name, size, zone):
+    binds land on a node that is gone or new. The scheduler's cache must keep counting the pods bound
+    there (the checker re-checks a node's requests when it is created again)."""
+    proxy, wl = ctx.proxy, ctx.workload
+    assert isinstance(proxy, HttpProxyProcess) and wl is not None
+    proxy.rule(delay=2.0, when="before", method="POST", path=BIND_PATH)
+    windows: dict[str, list[tuple[float, float]]] = {}
+    end = time.monotonic() + RACE_S
+    while time.monotonic() < end:
+        held = [n for n in json.loads(proxy.cmd("held")) if n in wl.node_names]
+        if not held:
+            time.sleep(0.2)
+            continue
+        node = wl.rng.choice(held)
+        t = time.monotonic()
+        ctx.cluster.request("DELETE", f"/api/v1/nodes/{node}")
+        time.sleep(0.7)
+        wl.recreate_node(node)
+        windows.setdefault(node, []).append((t, time.monotonic()))
+        time.sleep(0.3)
+    proxy.cmd("clear")
+    t_end = time.monotonic()
+    time.sleep(2.5)  # the last held binds go through
+    landed = sum(
+        1
+        for r in proxy.requests()
+        if r.get("node") in windows
+        and any(a <= r["t"] + r.get("held", 0) <= b for a, b in windows[r["node"]])
+    )
+    ctx.notes.append(
+        f"{sum(len(w) for w in windows.values())} deletions+re-creations of {len(windows)} nodes named by "
+        f"held binds; {landed} binds reached the API server while their node was gone"
+    )
+    return t_end
+
+
+def f_gang_permit_deletes(ctx: Ctx) -> float:
+    """Coscheduling gangs, some with a member that fits nowhere (the others wait in Permit up to 10 s);
+    for 20 s, twice a second, a pending gang member that fits (most are waiting in Permit) is deleted."""
+    deleted = 0
+    end = time.monotonic() + RACE_S
+    while time.monotonic() < end:
+        st, out = ctx.cluster.request(
+            "GET",
+            f"/api/v1/namespaces/{ctx.ns}/pods?labelSelector=chaos%3Dgang&fieldSelector=spec.nodeName%3D",
+        )
+        items = [
+            p
+            for p in ((out or {}).get("items") or [] if st == 200 else [])
+            if p["spec"]["containers"][0]["resources"]["requests"]["cpu"] != "5"
+        ]
+        if items:
+            victim = random.choice(items)["metadata"]["name"]
+            ctx.cluster.request("DELETE", f"/api/v1/namespaces/{ctx.ns}/pods/{victim}?gracePeriodSeconds=0")
+            deleted += 1
+        time.sleep(0.5)
+    ctx.notes.append(f"{deleted} pending gang members deleted (most while waiting in Permit)")
+    return time.monotonic()
+
+
+def probe_capacity(ctx: Ctx, timeout: float = 45.0) -> int:
+    """Nothing leaked: with every pod of the scenario deleted, a pod asking for a node's whole cpu, pinned
+    to it, must bind on every schedulable node of the pool. A reservation the scheduler never released
+    (an assumed pod forgotten neither on a failure nor on a deletion, a stale nomination) leaves one
+    pending. Returns the number of nodes that did not take their probe pod (each also a violation)."""
+    c, ns, chk = ctx.cluster, ctx.ns, ctx.checker
+    for d in ctx.workload.deployments if ctx.workload else []:
+        c.request(
+            "PATCH",
+            f"/apis/apps/v1/namespaces/{ns}/deployments/{d}/scale",
+            {"spec": {"replicas": 0}},
+            content_type="application/merge-patch+json",
+        )
+    time.sleep(1)
+    c.request("DELETE", f"/api/v1/namespaces/{ns}/pods?gracePeriodSeconds=0")
+    wait_for("the scenario's pods to be deleted", lambda: chk.live_pods() == 0, 60)
+    with chk.lock:
+        nodes = {
+            n: obj["status"]["allocatable"]["cpu"]
+            for n, obj in chk.nodes.items()
+            if (obj["metadata"].get("labels") or {}).get("chaos-pool") == ns
+            and not (obj.get("spec") or {}).get("unschedulable")
+        }
+    for i, (node, cpu) in enumerate(sorted(nodes.items())):
+        c.request(
+            "POST",
+            f"/api/v1/namespaces/{ns}/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"probe-{i}", "labels": {"chaos": "probe"}},
+                "spec": {
+                    "schedulerName": SCHEDULER_NAME,
+                    "nodeSelector": {"kubernetes.io/hostname": node},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+                    ],
+                },
+            },
+        )
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and chk.probes_bound() < len(nodes):
+        time.sleep(0.5)
+    left = chk.unbound_probes()
+    for key, msg in left:
+        chk.violations.append(Violation("leak", key, f"probe pod for a whole node not bound: {msg}", 0.0))
+    ctx.notes.append(f"capacity probe: {len(nodes) - len(left)}/{len(nodes)} nodes took a whole-node pod")
+    return len(left)
+
+
 # ------------------------------------------------------------------ extender faults
 EXTENDER_TIMEOUT_S = 1
-EXTENDER_MODES = [("slow", f"{EXTENDER_TIMEOUT_S + 1}"), ("error", ""), ("garbage", ""), ("down", "")]
+EXTENDER_MODES = [  # (mode, seconds for slow, verbs it applies to)
+    ("slow", f"{EXTENDER_TIMEOUT_S + 1}", "bind"),  # the extender binds, answers after httpTimeout
+    ("error", "0", "bind"),  # the extender binds, answers 500
+    ("garbage", "0", ""),
+    ("error", "0", ""),
+    ("down", "0", ""),
+]
 EXTENDER_MODE_S = 5.0
 
 
 def f_extender(ctx: Ctx) -> float:
-    """The extender (filter, prioritize, bind) answers too late (after binding), 500 (after binding),
-    garbage (after binding), then refuses connections: 5 s each. Binds made by the extender whose answer
+    """The extender (filter, prioritize, bind) answers its binds too late (after binding), then 500 (after
+    binding), then garbage to every verb, 500 to every verb, then refuses connections: 5 s each. Binds made by the extender whose answer
     the scheduler never read must not turn into a second bind or an overcommitted node."""
     ext = ctx.extender
     assert ext is not None
     binds_during = []
-    for mode, arg in EXTENDER_MODES:
+    for mode, arg, verbs in EXTENDER_MODES:
         start = time.monotonic()
-        ext.cmd(f"mode {mode} {arg}".strip())
+        ext.cmd(f"mode {mode} {arg} {verbs}".strip())
         time.sleep(EXTENDER_MODE_S)
-        binds_during.append(f"{mode} {len([b for b in ctx.checker.bind_log if b >= start])}")
+        n = len([b for b in ctx.checker.bind_log if b >= start])
+        binds_during.append(f"{mode} ({verbs or 'all verbs'}) {n}")
     ext.cmd("mode ok")
     end = time.monotonic()
     ctx.notes.append(f"binds seen per {EXTENDER_MODE_S:.0f}s fault: {', '.join(binds_during)}")
@@ -495,11 +631,14 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "api-slow": (f_api_slow, 1),
     "extender-faults": (f_extender, 1),
     "extender-faults-ignorable": (f_extender, 1),
+    "node-deleted-mid-bind": (f_node_deleted_mid_bind, 1),
+    "gang-permit-deletes": (f_gang_permit_deletes, 1),
 }
+GANGS = {"gang-permit-deletes"}
 EXTENDERS = {"extender-faults": False, "extender-faults-ignorable": True}  # name -> ignorable
 THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
-VIA_HTTP_PROXY = {"api-429", "api-5xx", "api-lost-response", "api-slow"}
+VIA_HTTP_PROXY = {"api-429", "api-5xx", "api-lost-response", "api-slow", "node-deleted-mid-bind"}
 
 
 # ---------------------------------------------------------------------------------------- running
@@ -527,12 +666,19 @@ def p99(values: list[float]) -> float:
 
 
 def run_scenario(
-    cluster: LocalCluster, name: str, minutes: float, nodes: int, rate: float, soak: bool = False
+    cluster: LocalCluster,
+    name: str,
+    minutes: float,
+    nodes: int,
+    rate: float,
+    soak: bool = False,
+    probe: bool = True,
 ) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
+    wl.gangs = name in GANGS
     wl.setup()
     proxy: ProxyProcess | None = None
     if name in VIA_PROXY:
@@ -544,14 +690,14 @@ def run_scenario(
     scheds = [
         SchedulerProcess(
             proxy.kubeconfig if proxy else cluster.kubeconfig,
-            config(ns, THROTTLED.get(name, 200), ext_cfg),
+            config(ns, THROTTLED.get(name, 200), ext_cfg, gangs=name in GANGS),
             leader_elect=replicas > 1,
             env={"POD_NAME": f"{name}-{i}"},
             name=f"chaos-{i}",
         )
         for i in range(replicas)
     ]
-    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender)
+    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender, workload=wl)
     t0 = time.monotonic()
     try:
         for s in scheds:
@@ -595,6 +741,7 @@ def run_scenario(
         checker.check_lost(time.monotonic(), final=True)
         first = checker.binds_since(fault_end) if fault_end is not None else None
         recovery = (first - fault_end) if first is not None and fault_end is not None else None
+        leaked = probe_capacity(ctx) if probe else None
     finally:
         logs = {s.env["POD_NAME"]: s.log_tail(15) for s in scheds}
         for s in scheds:
@@ -614,6 +761,7 @@ def run_scenario(
         "scenario": name,
         **summary,
         "recovery_s": None if recovery is None else round(recovery, 2),
+        "leaked": leaked,
         "seconds": round(time.monotonic() - t0, 1),
         "notes": ctx.notes,
         "actions": wl.actions,
@@ -624,7 +772,7 @@ def run_scenario(
     }
     if retries is not None:
         result["retries"] = retries
-    if any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
+    if leaked or any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
         result["scheduler_logs"] = logs
     return result
 
@@ -652,6 +800,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
                 f"lost {r['lost']}, overcommitted "
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
+                f"leaked nodes {r['leaked']}, "
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
                 flush=True,
             )
@@ -671,7 +820,8 @@ def main(argv: list[str] | None = None) -> int:
         f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}"
     )
     misfits = sum(r["misfits"] for r in results)
-    return 1 if lost or over or double or misfits else 0
+    leaked = sum(r["leaked"] or 0 for r in results)
+    return 1 if lost or over or double or misfits or leaked else 0
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ class PodRecord:
 
 @dataclass
 class Violation:
-    kind: str  # double-bind | overcommit | misfit | lost
+    kind: str  # double-bind | overcommit | misfit | lost | leak
     subject: str
     detail: str
     at: float
@@ -280,6 +280,8 @@ class Checker:
                     self.nodes.pop(name, None)
                 else:
                     self.nodes[name] = obj
+                    if typ == "ADDED":  # a node created again under a name that still has bound pods
+                        self._check_node(name, time.monotonic())
             elif kind == "pods":
                 if typ == "DELETED":
                     rec = self.pods.get(obj["metadata"]["uid"])
@@ -375,6 +377,35 @@ class Checker:
         with self.lock:
             later = [b for b in self.bind_log if b >= t]
         return min(later) if later else None
+
+    def live_pods(self) -> int:
+        with self.lock:
+            return sum(1 for r in self.pods.values() if not r.deleted)
+
+    def _probes(self) -> list[PodRecord]:
+        return [
+            r
+            for r in self.pods.values()
+            if not r.deleted and ((r.last.get("metadata") or {}).get("labels") or {}).get("chaos") == "probe"
+        ]
+
+    def probes_bound(self) -> int:
+        with self.lock:
+            return sum(1 for r in self._probes() if r.binds)
+
+    def unbound_probes(self) -> list[tuple[str, str]]:
+        """(pod, its PodScheduled message) of every probe pod not bound."""
+        with self.lock:
+            out = []
+            for r in self._probes():
+                if r.binds:
+                    continue
+                conds = (r.last.get("status") or {}).get("conditions") or []
+                msg = next(
+                    (str(c.get("message")) for c in conds if c.get("type") == "PodScheduled"), "no attempt"
+                )
+                out.append((r.key, msg))
+            return out
 
     def pending_count(self) -> int:
         with self.lock:

@@ -10,7 +10,8 @@ and ``FailedNodes`` out) for three verbs:
   ``ExtenderBindingResult`` with the API server's error, if any, in ``Error``.
 
 Run as its own process: ``CHAOS_EXTENDER_TOKEN=T python -m bench.chaos.extender --server URL --ca FILE`` prints
-``listening <port> control <port>``. One-line commands on the control port set the mode of every verb:
+``listening <port> control <port>``. One-line commands on the control port (``mode <mode> [<arg>
+[<verb>,<verb>]]``: the verbs it applies to, all by default) set how the extender answers:
 
 - ``mode ok``: answer normally;
 - ``mode slow <s>``: do the work (a bind is made), then answer after ``s`` seconds (past the scheduler's
@@ -24,6 +25,7 @@ Run as its own process: ``CHAOS_EXTENDER_TOKEN=T python -m bench.chaos.extender 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -45,14 +47,18 @@ class State:
         self.token = token
         self.mode = "ok"
         self.slow = 0.0
+        self.verbs: set[str] = set()  # the verbs the mode applies to (empty: all)
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
         self.binds = 0
         self.bind_errors = 0
 
-    def count(self, verb: str) -> None:
+    def mode_for(self, verb: str) -> str:
+        return self.mode if not self.verbs or verb in self.verbs else "ok"
+
+    def count(self, verb: str, mode: str) -> None:
         with self.lock:
-            key = f"{verb}:{self.mode}"
+            key = f"{verb}:{mode}"
             self.calls[key] = self.calls.get(key, 0) + 1
 
     def bind(self, args: dict[str, Any]) -> str:
@@ -117,8 +123,11 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         verb = self.path.strip("/").rsplit("/", 1)[-1]
         args = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        mode, slow = st.mode, st.slow
-        st.count(verb)
+        mode, slow = st.mode_for(verb), st.slow
+        if mode == "down":  # a connection opened before the listener closed: hang up, no answer
+            self.close_connection = True
+            return
+        st.count(verb, mode)
         try:
             out = answer(verb, args, st)
         except KeyError:
@@ -148,6 +157,28 @@ class Server(ThreadingHTTPServer):
     def __init__(self, port: int, state: State) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.state = state
+        self.conns: set[socket.socket] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.conns.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.conns.discard(request)
+        super().shutdown_request(request)
+
+    def hang_up(self) -> None:
+        """Close the listener and every open (keep-alive) connection: the extender is gone."""
+        self.shutdown()
+        self.server_close()
+        for c in list(self.conns):
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # the scheduler hung up on a slow answer (its httpTimeout): expected here, not worth a traceback
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class Extender:
@@ -162,12 +193,12 @@ class Extender:
         self.port = self.srv.server_address[1]
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
-    def set_mode(self, mode: str, arg: str) -> None:
+    def set_mode(self, mode: str, arg: str, verbs: str = "") -> None:
         if mode not in ("ok", "slow", "error", "garbage", "down"):
             raise ValueError(f"unknown mode {mode!r}")
+        self.state.verbs = {v for v in verbs.split(",") if v}
         if mode == "down" and self.srv is not None:
-            self.srv.shutdown()
-            self.srv.server_close()
+            self.srv.hang_up()
             self.srv = None
         elif mode != "down" and self.srv is None:
             self._up()
@@ -180,7 +211,7 @@ class Extender:
                 cmd, *rest = line.split() or [""]
                 try:
                     if cmd == "mode":
-                        self.set_mode(rest[0], rest[1] if len(rest) > 1 else "")
+                        self.set_mode(rest[0], *rest[1:3])
                         reply = "ok"
                     elif cmd == "stats":
                         with self.state.lock:

@@ -16,14 +16,17 @@ Faults apply to a fraction of the requests matching a method and a path regex, a
   client gets the error instead of the answer: a lost response, as a proxy or load balancer in front of
   kube-apiserver can produce;
 - ``delay``: the answer is held back for that many seconds before it is relayed (a slow API server;
-  the request has already been served).
+  the request has already been served), or with ``"when": "before"`` the request is held before it is
+  forwarded (a Binding still in flight while the harness deletes its node: ``held`` names those nodes).
 
 Run as its own process: ``python -m bench.chaos.httpproxy --upstream 127.0.0.1:6443 --pki DIR --log
 FILE`` prints ``listening <port> control <port>``. One-line commands on the control port:
 
 - ``set {"status": 429, "retry_after": 2, "fraction": 0.3, "method": "POST", "path": "/binding$"}``
-  adds a rule (``when``: ``before`` (default) or ``after``; ``delay``: seconds instead of a status);
+  adds a rule (``when``: ``before`` or ``after``, by default before for a status and after for a delay;
+  ``delay``: seconds instead of a status);
 - ``clear``: removes every rule;
+- ``held``: one JSON line: the target nodes of the Binding POSTs held right now (``delay`` before);
 - ``stats``: one JSON line: requests and injected faults per status.
 
 Every request is logged to ``--log`` as a JSON line: monotonic time, method, path (no query), a CRC of
@@ -71,7 +74,7 @@ class Rule:
     status: int = 0
     retry_after: int | None = None
     delay: float = 0.0
-    when: str = "before"
+    when: str = ""  # before | after; default: before for a status, after for a delay
     watch: bool | None = None  # None: watches and other requests alike
     _re: re.Pattern[str] | None = field(default=None, repr=False)
 
@@ -80,6 +83,7 @@ class Rule:
         r = cls(**{k: v for k, v in spec.items() if k in cls.__dataclass_fields__ and not k.startswith("_")})
         if r.status and r.status not in REASONS:
             raise ValueError(f"status must be one of {sorted(REASONS)}")
+        r.when = r.when or ("before" if r.status else "after")
         if r.when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
         if not r.status and r.delay <= 0:
@@ -148,6 +152,16 @@ def status_response(status: int, retry_after: int | None, method: str, path: str
     raw = json.dumps(body).encode()
     headers.append(f"Content-Length: {len(raw)}")
     return ("\r\n".join(headers) + "\r\n\r\n").encode() + raw
+
+
+def bind_target(path: str, body: bytes) -> str:
+    """The node a Binding POST names ("" for anything else)."""
+    if not path.endswith("/binding"):
+        return ""
+    try:
+        return str(json.loads(body)["target"]["name"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 class Closed(Exception):
@@ -228,6 +242,7 @@ class HttpFaultProxy:
         self.requests = 0
         self.injected: dict[str, int] = {}
         self.ids = itertools.count(1)
+        self.held: dict[int, str] = {}  # request id -> target node of a Binding held before forwarding
 
     def _record(self, **kv: Any) -> None:
         self.log.write(json.dumps(kv) + "\n")
@@ -260,21 +275,18 @@ class HttpFaultProxy:
                     "b": zlib.crc32(body),  # a retry sends the same body; two events to one path do not
                     "watch": watch,
                 }
+                if node := bind_target(path, body):
+                    rec["node"] = node
                 if rule is not None and rule.status and rule.when == "before":
                     cw.write(status_response(rule.status, rule.retry_after, method, path))
                     await cw.drain()
                     self._count(rule)
                     self._record(**rec, status=rule.status, injected="before")
                     continue
-                if up is None or up[0].at_eof():
-                    if up is not None:
-                        up[1].close()
-                    up = await asyncio.open_connection(
-                        *self.upstream,
-                        ssl=self.upstream_ctx,
-                        server_hostname=self.upstream[0],
-                        limit=MAX_HEAD,
-                    )
+                if rule is not None and rule.delay and rule.when == "before":
+                    await self._hold(rule, path, body)
+                    rec["held"] = rule.delay
+                up = await self._upstream(up)
                 ur, uw = up
                 uw.write(head + body)
                 await uw.drain()
@@ -294,10 +306,11 @@ class HttpFaultProxy:
                         uw.close()
                         up = None
                     continue
-                if rule is not None and rule.delay:
+                if rule is not None and rule.delay and rule.when == "after":
                     await asyncio.sleep(rule.delay)
                     self._count(rule)
-                self._record(**rec, status=status, delay=rule.delay if rule else 0.0)
+                held_after = rule is not None and rule.delay and rule.when == "after"
+                self._record(**rec, status=status, delay=rule.delay if rule and held_after else 0.0)
                 cw.write(rhead)
                 await cw.drain()
                 if not no_body:
@@ -311,6 +324,27 @@ class HttpFaultProxy:
                 if w is not None:
                     with contextlib.suppress(Exception):
                         w.close()
+
+    async def _hold(self, rule: Rule, path: str, body: bytes) -> None:
+        rid = next(self.ids)
+        self.held[rid] = bind_target(path, body)
+        try:
+            await asyncio.sleep(rule.delay)
+        finally:
+            self.held.pop(rid, None)
+        self._count(rule)
+
+    async def _upstream(
+        self, up: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The client connection's own connection to the API server, (re)opened when needed."""
+        if up is not None and not up[0].at_eof():
+            return up
+        if up is not None:
+            up[1].close()
+        return await asyncio.open_connection(
+            *self.upstream, ssl=self.upstream_ctx, server_hostname=self.upstream[0], limit=MAX_HEAD
+        )
 
     def _count(self, rule: Rule) -> None:
         key = (
@@ -330,6 +364,8 @@ class HttpFaultProxy:
                 elif cmd == "clear":
                     self.rules.clear()
                     reply = "ok"
+                elif cmd == "held":
+                    reply = json.dumps(sorted({n for n in self.held.values() if n}))
                 elif cmd == "stats":
                     self.log.flush()
                     reply = json.dumps({"requests": self.requests, "injected": self.injected})
