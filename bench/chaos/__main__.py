@@ -528,11 +528,14 @@ def f_extender(ctx: Ctx) -> float:
     binds_during = []
     for mode, arg, verbs in EXTENDER_MODES:
         start = time.monotonic()
-        ext.cmd(f"mode {mode} {arg} {verbs}".strip())
+        reply = ext.cmd(f"mode {mode} {arg} {verbs}".strip())
+        if reply != "ok":
+            raise RuntimeError(f"extender refused mode {mode}: {reply!r}")
         time.sleep(EXTENDER_MODE_S)
         n = len([b for b in ctx.checker.bind_log if b >= start])
         binds_during.append(f"{mode} ({verbs or 'all verbs'}) {n}")
-    ext.cmd("mode ok")
+    if (reply := ext.cmd("mode ok")) != "ok":
+        raise RuntimeError(f"extender refused mode ok: {reply!r}")
     end = time.monotonic()
     ctx.notes.append(f"binds seen per {EXTENDER_MODE_S:.0f}s fault: {', '.join(binds_during)}")
     ctx.notes.append(f"extender {ext.cmd('stats')}")
@@ -658,6 +661,19 @@ def proc_stats(pid: int) -> dict[str, int]:
     return out
 
 
+def scheduler_gauges(s: SchedulerProcess) -> dict[str, int]:
+    """The daemon's queue sizes (scheduler_pending_pods by queue) and cache sizes, from /metrics."""
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for m in re.finditer(
+            r'^scheduler_(pending_pods|cache_size)\{(?:queue|type)="(\w+)"\} ([0-9.e+]+)$', s.metrics(), re.M
+        ):
+            out[f"{'queue' if m.group(1) == 'pending_pods' else 'cache'}_{m.group(2)}"] = int(
+                float(m.group(3))
+            )
+    return out
+
+
 def p99(values: list[float]) -> float:
     if not values:
         return float("nan")
@@ -705,6 +721,7 @@ def run_scenario(
         duration = minutes * 60
         wl.start(duration, rate)
         fault_end = None
+        soak_rows: list[dict[str, Any]] = []
         if soak:
             for minute in range(int(minutes)):
                 start = time.monotonic()
@@ -716,10 +733,24 @@ def run_scenario(
                         if r.bind_times and r.bind_times[0] >= start
                     ]
                 st = proc_stats(scheds[0].proc.pid) if scheds[0].proc else {}
+                g = scheduler_gauges(scheds[0])
+                row = {
+                    "minute": minute + 1,
+                    "rss_mib": round(st.get("rss_kib", 0) / 1024),
+                    "threads": st.get("threads"),
+                    "fds": st.get("fds"),
+                    "binds": len(lat),
+                    "p99_s": round(p99(lat), 2),
+                    "pending": checker.pending_count(),
+                    **g,
+                }
+                soak_rows.append(row)
                 print(
-                    f"soak minute {minute + 1}: rss {st.get('rss_kib', 0) / 1024:.0f} MiB, threads "
-                    f"{st.get('threads')}, fds {st.get('fds')}, binds {len(lat)}, p99 create->bind "
-                    f"{p99(lat):.2f}s, pending {checker.pending_count()}",
+                    f"soak minute {minute + 1}: rss {row['rss_mib']} MiB, threads {row['threads']}, fds "
+                    f"{row['fds']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
+                    f"{row['pending']}; queues active {g.get('queue_active')} backoff {g.get('queue_backoff')} "
+                    f"unschedulable {g.get('queue_unschedulable')}; cache nodes {g.get('cache_nodes')} "
+                    f"pods {g.get('cache_pods')} assumed {g.get('cache_assumed_pods')}",
                     flush=True,
                 )
         else:
@@ -741,6 +772,7 @@ def run_scenario(
         checker.check_lost(time.monotonic(), final=True)
         first = checker.binds_since(fault_end) if fault_end is not None else None
         recovery = (first - fault_end) if first is not None and fault_end is not None else None
+        before_probe = checker.summary()  # pods, bound, pending: the scenario's, not the probe's
         leaked = probe_capacity(ctx) if probe else None
     finally:
         logs = {s.env["POD_NAME"]: s.log_tail(15) for s in scheds}
@@ -756,7 +788,7 @@ def run_scenario(
         if extender is not None:
             extender.stop()
         wl.teardown()
-    summary = checker.summary()
+    summary = {**checker.summary(), **{k: before_probe[k] for k in ("pods", "bound", "pending")}}
     result: dict[str, Any] = {
         "scenario": name,
         **summary,
@@ -772,6 +804,8 @@ def run_scenario(
     }
     if retries is not None:
         result["retries"] = retries
+    if soak_rows:
+        result["soak"] = soak_rows
     if leaked or any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
         result["scheduler_logs"] = logs
     return result

@@ -193,7 +193,7 @@ class Extender:
         self.port = self.srv.server_address[1]
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
-    def set_mode(self, mode: str, arg: str, verbs: str = "") -> None:
+    def set_mode(self, mode: str, arg: str = "", verbs: str = "") -> None:
         if mode not in ("ok", "slow", "error", "garbage", "down"):
             raise ValueError(f"unknown mode {mode!r}")
         self.state.verbs = {v for v in verbs.split(",") if v}

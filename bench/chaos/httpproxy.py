@@ -24,7 +24,8 @@ FILE`` prints ``listening <port> control <port>``. One-line commands on the cont
 
 - ``set {"status": 429, "retry_after": 2, "fraction": 0.3, "method": "POST", "path": "/binding$"}``
   adds a rule (``when``: ``before`` or ``after``, by default before for a status and after for a delay;
-  ``delay``: seconds instead of a status);
+  ``delay``: seconds instead of a status; ``count``: at most this many requests; ``watch``: only
+  watches, or none). The first rule that matches a request applies;
 - ``clear``: removes every rule;
 - ``held``: one JSON line: the target nodes of the Binding POSTs held right now (``delay`` before);
 - ``stats``: one JSON line: requests and injected faults per status.
@@ -76,6 +77,7 @@ class Rule:
     delay: float = 0.0
     when: str = ""  # before | after; default: before for a status, after for a delay
     watch: bool | None = None  # None: watches and other requests alike
+    count: int = 0  # applies to this many requests at most (0: no limit)
     _re: re.Pattern[str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -92,6 +94,8 @@ class Rule:
         return r
 
     def matches(self, method: str, path: str, watch: bool, rng: random.Random) -> bool:
+        if self.count < 0:
+            return False
         if self.method and self.method != method:
             return False
         # a watch's answer is a stream: it cannot be held back or swallowed after forwarding
@@ -101,7 +105,11 @@ class Rule:
             return False
         if self._re is not None and not self._re.search(path):
             return False
-        return rng.random() < self.fraction
+        if rng.random() >= self.fraction:
+            return False
+        if self.count:
+            self.count = self.count - 1 or -1  # -1: used up
+        return True
 
 
 def make_cert(pki: Path, out: Path) -> tuple[Path, Path]:
