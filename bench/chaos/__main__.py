@@ -456,12 +456,113 @@ def f_gang_permit_deletes(ctx: Ctx) -> float:
     return time.monotonic()
 
 
+def _claim_pod(ctx: Ctx, i: int, sc: str) -> None:
+    ns, pool = ctx.ns, ctx.ns
+    ctx.cluster.request(
+        "POST",
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"claim-{i}"},
+            "spec": {
+                "storageClassName": sc,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    ctx.cluster.request(
+        "POST",
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"claim-pod-{i}", "labels": {"chaos": "claim"}},
+            "spec": {
+                "schedulerName": SCHEDULER_NAME,
+                "nodeSelector": {"chaos-pool": pool},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"claim-{i}"}}],
+            },
+        },
+    )
+
+
+def f_pvc_deleted_in_prebind(ctx: Ctx) -> float:
+    """Pods with a claim of a WaitForFirstConsumer class: VolumeBinding's PreBind writes the claim's
+    selected-node annotation. The proxy holds those PATCHes 2 s; meanwhile the claim is deleted (its
+    pvc-protection finalizer removed first, as the controller does for a claim no scheduled pod uses).
+    The write then fails, and the pod must not be bound (its claim is gone); its reservation must be
+    released (the capacity probe)."""
+    proxy = ctx.proxy
+    assert isinstance(proxy, HttpProxyProcess)
+    sc = f"{ctx.ns}-wffc"
+    ctx.cluster.request(
+        "POST",
+        "/apis/storage.k8s.io/v1/storageclasses",
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": sc},
+            "provisioner": "chaos.example.com/none",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+    )
+    proxy.rule(delay=2.0, when="before", method="PATCH", path=r"/persistentvolumeclaims/[^/]+$")
+    deleted: dict[str, float] = {}
+    created = 0
+    end = time.monotonic() + RACE_S
+    try:
+        while time.monotonic() < end:
+            _claim_pod(ctx, created, sc)
+            created += 1
+            t_next = time.monotonic() + 1.0
+            while time.monotonic() < t_next:
+                for path in json.loads(proxy.cmd("held")):
+                    claim = path.rsplit("/", 1)[1] if "/persistentvolumeclaims/" in path else ""
+                    if claim and claim not in deleted:
+                        base = f"/api/v1/namespaces/{ctx.ns}/persistentvolumeclaims/{claim}"
+                        ctx.cluster.request(
+                            "PATCH",
+                            base,
+                            {"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json",
+                        )
+                        ctx.cluster.request("DELETE", base)
+                        deleted[claim] = time.monotonic()
+                time.sleep(0.1)
+        proxy.cmd("clear")
+        t_end = time.monotonic()
+        time.sleep(4)  # the held writes go through and fail; the pods go back to the queue
+        bound_anyway = []
+        for claim in deleted:
+            _, pod = ctx.cluster.request(
+                "GET", f"/api/v1/namespaces/{ctx.ns}/pods/{claim.replace('claim', 'claim-pod')}"
+            )
+            if isinstance(pod, dict) and (pod.get("spec") or {}).get("nodeName"):
+                bound_anyway.append(pod["metadata"]["name"])
+                ctx.checker.violations.append(
+                    Violation("misfit", pod["metadata"]["name"], "bound after its claim was deleted", t_end)
+                )
+        ctx.notes.append(
+            f"{created} pods with a claim; {len(deleted)} claims deleted while PreBind's write was held; "
+            f"{len(bound_anyway)} of their pods bound anyway"
+        )
+        return t_end
+    finally:
+        ctx.cluster.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{sc}")
+
+
 def probe_capacity(ctx: Ctx, timeout: float = 45.0) -> int:
     """Nothing leaked: with every pod of the scenario deleted, a pod asking for a node's whole cpu, pinned
     to it, must bind on every schedulable node of the pool. A reservation the scheduler never released
     (an assumed pod forgotten neither on a failure nor on a deletion, a stale nomination) leaves one
     pending. Returns the number of nodes that did not take their probe pod (each also a violation)."""
     c, ns, chk = ctx.cluster, ctx.ns, ctx.checker
+    if ctx.extender is not None:  # every node must be allowed: the extender's filter rules some out
+        ctx.extender.cmd("exclude 0")
     for d in ctx.workload.deployments if ctx.workload else []:
         c.request(
             "PATCH",
@@ -636,12 +737,20 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "extender-faults-ignorable": (f_extender, 1),
     "node-deleted-mid-bind": (f_node_deleted_mid_bind, 1),
     "gang-permit-deletes": (f_gang_permit_deletes, 1),
+    "pvc-deleted-in-prebind": (f_pvc_deleted_in_prebind, 1),
 }
 GANGS = {"gang-permit-deletes"}
 EXTENDERS = {"extender-faults": False, "extender-faults-ignorable": True}  # name -> ignorable
 THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
-VIA_HTTP_PROXY = {"api-429", "api-5xx", "api-lost-response", "api-slow", "node-deleted-mid-bind"}
+VIA_HTTP_PROXY = {
+    "api-429",
+    "api-5xx",
+    "api-lost-response",
+    "api-slow",
+    "node-deleted-mid-bind",
+    "pvc-deleted-in-prebind",
+}
 
 
 # ---------------------------------------------------------------------------------------- running

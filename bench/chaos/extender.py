@@ -19,6 +19,7 @@ Run as its own process: ``CHAOS_EXTENDER_TOKEN=T python -m bench.chaos.extender 
 - ``mode error``: answer HTTP 500 (after doing the work: a bind is made);
 - ``mode garbage``: answer 200 with a body that is not JSON (after doing the work);
 - ``mode down``: close the listening socket (connections refused) until the next ``mode``;
+- ``exclude 0`` / ``exclude 1``: stop / start filtering nodes out;
 - ``stats``: one JSON line: calls per verb and mode, binds made.
 """
 
@@ -48,6 +49,7 @@ class State:
         self.mode = "ok"
         self.slow = 0.0
         self.verbs: set[str] = set()  # the verbs the mode applies to (empty: all)
+        self.exclude = True  # filter out the nodes whose name's CRC32 is divisible by 7
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
         self.binds = 0
@@ -98,10 +100,10 @@ def _crc(name: str) -> int:
 def answer(verb: str, args: dict[str, Any], st: State) -> dict[str, Any] | list[dict[str, Any]]:
     if verb == "filter":
         names = list(args.get("NodeNames") or [])
-        keep = [n for n in names if _crc(n) % 7]
+        keep = [n for n in names if _crc(n) % 7 or not st.exclude]
         return {
             "NodeNames": keep,
-            "FailedNodes": {n: "chaos extender: node excluded" for n in names if not _crc(n) % 7},
+            "FailedNodes": {n: "chaos extender: node excluded" for n in names if n not in keep},
             "Error": "",
         }
     if verb == "prioritize":
@@ -212,6 +214,9 @@ class Extender:
                 try:
                     if cmd == "mode":
                         self.set_mode(rest[0], *rest[1:3])
+                        reply = "ok"
+                    elif cmd == "exclude":
+                        self.state.exclude = bool(int(rest[0]))
                         reply = "ok"
                     elif cmd == "stats":
                         with self.state.lock:

@@ -27,7 +27,8 @@ FILE`` prints ``listening <port> control <port>``. One-line commands on the cont
   ``delay``: seconds instead of a status; ``count``: at most this many requests; ``watch``: only
   watches, or none). The first rule that matches a request applies;
 - ``clear``: removes every rule;
-- ``held``: one JSON line: the target nodes of the Binding POSTs held right now (``delay`` before);
+- ``held``: one JSON line: what is held right now (``delay`` before): a Binding's target node, else the
+  request's path;
 - ``stats``: one JSON line: requests and injected faults per status.
 
 Every request is logged to ``--log`` as a JSON line: monotonic time, method, path (no query), a CRC of
@@ -250,7 +251,7 @@ class HttpFaultProxy:
         self.requests = 0
         self.injected: dict[str, int] = {}
         self.ids = itertools.count(1)
-        self.held: dict[int, str] = {}  # request id -> target node of a Binding held before forwarding
+        self.held: dict[int, str] = {}  # request id -> a held Binding's node, or a held request's path
 
     def _record(self, **kv: Any) -> None:
         self.log.write(json.dumps(kv) + "\n")
@@ -335,7 +336,7 @@ class HttpFaultProxy:
 
     async def _hold(self, rule: Rule, path: str, body: bytes) -> None:
         rid = next(self.ids)
-        self.held[rid] = bind_target(path, body)
+        self.held[rid] = bind_target(path, body) or path
         try:
             await asyncio.sleep(rule.delay)
         finally:
