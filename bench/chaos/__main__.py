@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -127,6 +128,8 @@ class HttpProxyProcess(ProxyProcess):
                 str(cluster.state_dir / "pki"),
                 "--log",
                 str(self.log),
+                "--workdir",
+                str(self.dir / "cert"),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -144,6 +147,10 @@ class HttpProxyProcess(ProxyProcess):
         reply = self.cmd("set " + json.dumps(spec))
         if reply != "ok":
             raise RuntimeError(f"proxy refused rule {spec}: {reply}")
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def requests(self) -> list[dict[str, Any]]:
         self.cmd("stats")  # flushes the log
@@ -452,8 +459,16 @@ def f_gang_permit_deletes(ctx: Ctx) -> float:
             ctx.cluster.request("DELETE", f"/api/v1/namespaces/{ctx.ns}/pods/{victim}?gracePeriodSeconds=0")
             deleted += 1
         time.sleep(0.5)
-    ctx.notes.append(f"{deleted} pending gang members deleted (most while waiting in Permit)")
-    return time.monotonic()
+    t_end = time.monotonic()
+    time.sleep(1)
+    in_permit = sum(
+        1 for s in ctx.scheds for ln in s.log_lines() if ln.get("reason") == "pod deleted" and "pod" in ln
+    )
+    ctx.notes.append(
+        f"{deleted} pending gang members deleted, {in_permit} of them while waiting in Permit (rejected "
+        f"'pod deleted' by the scheduler)"
+    )
+    return t_end
 
 
 def _claim_pod(ctx: Ctx, i: int, sc: str) -> None:
@@ -650,47 +665,58 @@ def _quantiles(v: list[float]) -> str:
     return f"n={len(v)} min {v[0]:.2f}s median {v[len(v) // 2]:.2f}s max {v[-1]:.2f}s"
 
 
+def _kind(r: dict[str, Any]) -> str:
+    if r.get("watch"):
+        return "watches"
+    return "binds" if r["m"] == "POST" and r["p"].endswith("/binding") else "other requests"
+
+
 def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
     """From the proxy's request log: after each injected failure, when the same request (method, path,
-    body) came again. 429: the gap must be at least Retry-After; 5xx: the gaps grow (exponential backoff).
-    Also: binds retried after a lost response that met 409, and requests whose last attempt failed."""
+    body) came again. 429: the gap must be at least Retry-After; 5xx: the gaps grow (exponential backoff;
+    for a watch, the reflector's). Also: binds retried after a lost answer that met 409, and requests
+    whose last attempt failed."""
     by_key: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in reqs:
         by_key.setdefault((r["m"], r["p"], r.get("b", 0)), []).append(r)
-    gaps_429: list[float] = []
+    gaps_429: dict[str, list[float]] = {}
     early_429 = 0
-    gaps_5xx: dict[int, list[float]] = {}
+    gaps_5xx: dict[str, list[float]] = {}
     gave_up = {"binds": 0, "other": 0}
     bind_409_after_lost = 0
-    for (m, path, _), rs in by_key.items():
-        is_bind = m == "POST" and path.endswith("/binding")
+    for rs in by_key.values():
         chain = 0
         for i, r in enumerate(rs):
             if not r.get("injected"):
                 chain = 0
                 continue
+            kind = _kind(r)
             nxt = rs[i + 1] if i + 1 < len(rs) else None
             if nxt is None or nxt["t"] - r["t"] > 15:
-                if not r.get("watch"):
-                    gave_up["binds" if is_bind else "other"] += 1
+                if kind != "watches":
+                    gave_up["binds" if kind == "binds" else "other"] += 1
                 continue
             gap = nxt["t"] - r["t"]
             chain += 1
             if r["status"] == 429:
-                gaps_429.append(gap)
+                gaps_429.setdefault(kind, []).append(gap)
                 early_429 += gap < 2 - 0.05
             else:
-                gaps_5xx.setdefault(min(chain, 4), []).append(gap)
-            if is_bind and r.get("injected") == "after" and nxt.get("status") == 409:
+                key = kind if kind == "watches" else f"retry {min(chain, 4)}{'+' if chain >= 4 else ''}"
+                gaps_5xx.setdefault(key, []).append(gap)
+            if kind == "binds" and r.get("injected") == "after" and nxt.get("status") == 409:
                 bind_409_after_lost += 1
     out: dict[str, Any] = {"requests": len(reqs), "injected": sum(1 for r in reqs if r.get("injected"))}
+    for kind, g in sorted(gaps_429.items()):
+        out[f"429 (Retry-After 2s) -> next attempt, {kind}"] = _quantiles(g)
     if gaps_429:
-        out["retry after 429 (Retry-After 2s)"] = _quantiles(gaps_429)
         out["retried before Retry-After"] = early_429
-    for n, g in sorted(gaps_5xx.items()):
-        out[f"retry {n}{'+' if n == 4 else ''} after 5xx"] = _quantiles(g)
+    for key, g in sorted(gaps_5xx.items()):
+        out[f"5xx -> {'next request to that collection, watches' if key == 'watches' else key}"] = _quantiles(
+            g
+        )
     if bind_409_after_lost:
-        out["binds retried after a lost response, answered 409"] = bind_409_after_lost
+        out["binds retried after a lost answer, answered 409"] = bind_409_after_lost
     out["failed for good (last attempt failed)"] = gave_up
     out.update(_held_back_figures(reqs, by_key))
     return out

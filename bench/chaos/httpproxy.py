@@ -389,7 +389,8 @@ class HttpFaultProxy:
 async def amain(args: argparse.Namespace) -> None:
     host, port = args.upstream.rsplit(":", 1)
     pki = Path(args.pki)
-    crt, key = make_cert(pki, Path(tempfile.mkdtemp(prefix="chaos-httpproxy-")))
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="chaos-httpproxy-"))
+    crt, key = make_cert(pki, workdir)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(crt, key)
     server_ctx.set_alpn_protocols(["http/1.1"])
@@ -413,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--listen", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
     ap.add_argument("--log", default="/dev/null", help="append one JSON line per request here")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workdir", default="", help="where to write the certificate (default: a new temp dir)")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(amain(ap.parse_args(argv)))
     return 0
