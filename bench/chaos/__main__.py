@@ -969,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
                 f"lost {r['lost']}, overcommitted "
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
-                f"leaked nodes {r['leaked']}, "
+                f"leaked nodes {r['leaked']}, preempted {r['preempted']}, "
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
                 flush=True,
             )
