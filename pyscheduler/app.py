@@ -213,6 +213,8 @@ class App:
             try:
                 self.queue.flush()
                 self.metrics.set_pending(self.queue.pending_pods())
+                c = self.cache
+                self.metrics.set_cache_size(c.node_count(), c.pod_count(), c.assumed_pod_count())
             except Exception:
                 log.exception("queue flush failed")
 

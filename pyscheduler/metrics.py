@@ -144,3 +144,9 @@ class SchedulerMetrics:
     def set_pending(self, counts: dict[str, int]) -> None:
         for q, n in counts.items():
             self.pending_pods.labels(q).set(n)
+
+    def set_cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
+        """kube sets these once a second too (cache.updateMetrics in its cleanup loop)."""
+        self.cache_size.labels("nodes").set(nodes)
+        self.cache_size.labels("pods").set(pods)
+        self.cache_size.labels("assumed_pods").set(assumed_pods)

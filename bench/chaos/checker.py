@@ -12,6 +12,7 @@ Invariants, checked on every watch event:
   largest init container + sidecars started before it) + overhead);
 - **misfit**: a pod bound to a node with an untolerated NoSchedule/NoExecute taint, or that its
   nodeSelector or required node affinity rejects (the node as the checker saw it at bind time);
+- **preemptions** are counted (pods with a ``Preempted`` event), so a run shows whether it had any;
 - **lost**: a pending pod with no scheduling attempt (a PodScheduled condition or a FailedScheduling
   event) for longer than ``lost_after`` seconds (max backoff 10 s + a margin), and at the end every pod
   still present is bound or has an attempt.
@@ -152,7 +153,7 @@ class PodRecord:
 
 @dataclass
 class Violation:
-    kind: str  # double-bind | overcommit | misfit | lost
+    kind: str  # double-bind | overcommit | misfit | lost | leak
     subject: str
     detail: str
     at: float
@@ -174,8 +175,9 @@ class Checker:
         self.nodes: dict[str, JSON] = {}
         self.violations: list[Violation] = []
         self.bind_log: list[float] = []  # monotonic time of every bind the checker saw
-        self.watch_restarts: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0}
-        self.gone: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0}
+        self.watch_restarts: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
+        self.gone: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
+        self.preempted: set[str] = set()  # uids of pods that got a Preempted event (victims)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lost_reported: set[str] = set()
@@ -237,6 +239,7 @@ class Checker:
             "nodes": "/api/v1/nodes",
             "pods": f"/api/v1/namespaces/{ns}/pods",
             "events": f"/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DFailedScheduling",
+            "preempted": f"/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DPreempted",
         }
         for kind, path in watches.items():
             t = threading.Thread(
@@ -270,7 +273,7 @@ class Checker:
                     self._pod(p)
             else:
                 for e in items:
-                    self._event(e)
+                    self._event(kind, e)
 
     def _handle(self, kind: str, typ: str, obj: JSON) -> None:
         with self.lock:
@@ -280,6 +283,8 @@ class Checker:
                     self.nodes.pop(name, None)
                 else:
                     self.nodes[name] = obj
+                    if typ == "ADDED":  # a node created again under a name that still has bound pods
+                        self._check_node(name, time.monotonic())
             elif kind == "pods":
                 if typ == "DELETED":
                     rec = self.pods.get(obj["metadata"]["uid"])
@@ -288,10 +293,13 @@ class Checker:
                     return
                 self._pod(obj)
             else:
-                self._event(obj)
+                self._event(kind, obj)
 
-    def _event(self, e: JSON) -> None:
+    def _event(self, kind: str, e: JSON) -> None:
         uid = (e.get("involvedObject") or e.get("regarding") or {}).get("uid")
+        if kind == "preempted":
+            self.preempted.add(str(uid))
+            return
         rec = self.pods.get(uid or "")
         if rec is not None and rec.attempted is None:
             rec.attempted = time.monotonic()
@@ -376,6 +384,35 @@ class Checker:
             later = [b for b in self.bind_log if b >= t]
         return min(later) if later else None
 
+    def live_pods(self) -> int:
+        with self.lock:
+            return sum(1 for r in self.pods.values() if not r.deleted)
+
+    def _probes(self) -> list[PodRecord]:
+        return [
+            r
+            for r in self.pods.values()
+            if not r.deleted and ((r.last.get("metadata") or {}).get("labels") or {}).get("chaos") == "probe"
+        ]
+
+    def probes_bound(self) -> int:
+        with self.lock:
+            return sum(1 for r in self._probes() if r.binds)
+
+    def unbound_probes(self) -> list[tuple[str, str]]:
+        """(pod, its PodScheduled message) of every probe pod not bound."""
+        with self.lock:
+            out = []
+            for r in self._probes():
+                if r.binds:
+                    continue
+                conds = (r.last.get("status") or {}).get("conditions") or []
+                msg = next(
+                    (str(c.get("message")) for c in conds if c.get("type") == "PodScheduled"), "no attempt"
+                )
+                out.append((r.key, msg))
+            return out
+
     def pending_count(self) -> int:
         with self.lock:
             return sum(1 for r in self.pods.values() if not r.deleted and not r.binds)
@@ -411,6 +448,7 @@ class Checker:
                 "overcommitted": len({v.subject for v in self.violations if v.kind == "overcommit"}),
                 "double_binds": kinds.count("double-bind"),
                 "misfits": kinds.count("misfit"),
+                "preempted": len(self.preempted),
             }
 
 

@@ -1,7 +1,8 @@
 """The workload driver: a seeded random mix of what a busy cluster does to a scheduler.
 
 Every tick it creates bare pods of mixed sizes and priorities (the high ones preempt once the pool is
-full), pods with required pod anti-affinity or zone topology spread, scales Deployments up and down,
+full), pods with required pod anti-affinity or zone topology spread, Coscheduling gangs (when
+``gangs`` is set; some with a member that fits nowhere, so the others wait in Permit), scales Deployments up and down,
 deletes pending and bound pods, and adds, cordons and deletes nodes. All objects live in one namespace
 and use ``schedulerName: chaos-scheduler``; nodes carry the label ``chaos-pool=<pool>`` and are created
 by ``LocalCluster.create_nodes`` (KWOK keeps them Ready).
@@ -65,6 +66,8 @@ class Workload:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.actions: dict[str, int] = {}
+        self.n_gangs = 0
+        self.gangs = False  # also create Coscheduling gangs (the scheduler must run Coscheduling)
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -108,6 +111,50 @@ class Workload:
         )
         self.next_node += count
         self.node_names.extend(names)
+
+    def recreate_node(self, name: str) -> None:
+        """Create a node again under a name this workload gave (same index: same zone, labels, size)."""
+        idx = int(name.rsplit("-", 1)[1])
+        self.cluster.create_nodes(
+            1,
+            prefix=f"{self.pool}",
+            start=idx,
+            labels={"chaos-pool": self.pool},
+            zones=ZONES,
+            cpu="4",
+            memory="16Gi",
+            pods=30,
+        )
+
+    def create_gang(self, size: int, cpu: str = "500m", unschedulable_member: bool = False) -> list[str]:
+        """``size`` pods of one Coscheduling group (label ``scheduling.x-k8s.io/pod-group``, annotation
+        ``scheduling.x-k8s.io/min-available: size``). With ``unschedulable_member`` the last one asks
+        for more cpu than any node has: the others reach Permit and wait there for it."""
+        self.n_gangs += 1
+        group = f"gang-{self.n_gangs}"
+        names = []
+        for i in range(size):
+            spec = pod_spec(self.rng, self.pool)
+            big = unschedulable_member and i == size - 1
+            spec["priorityClassName"] = "chaos-mid"
+            spec["containers"][0]["resources"]["requests"] = {"cpu": "5" if big else cpu, "memory": "128Mi"}
+            name = f"{group}-{i}"
+            self._api(
+                "POST",
+                f"/api/v1/namespaces/{self.ns}/pods",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": name,
+                        "labels": {"chaos": "gang", "scheduling.x-k8s.io/pod-group": group},
+                        "annotations": {"scheduling.x-k8s.io/min-available": str(size)},
+                    },
+                    "spec": spec,
+                },
+            )
+            names.append(name)
+        return names
 
     # ------------------------------------------------------------------ actions
     def _create_pod(self, extra: str = "") -> None:
@@ -170,7 +217,10 @@ class Workload:
 
     def tick(self) -> None:
         r = self.rng.random()
-        if r < 0.55:
+        if self.gangs and r < 0.12:
+            self.create_gang(self.rng.randrange(2, 5), unschedulable_member=self.rng.random() < 0.3)
+            act = "create-gang"
+        elif r < 0.55:
             self._create_pod(self.rng.choice(["", "", "", "anti", "spread"]))
             act = "create-pod"
         elif r < 0.65:

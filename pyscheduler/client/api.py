@@ -282,7 +282,8 @@ class Api(Transport):
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         """POST pods/{name}/binding with a uid precondition. None on success; otherwise an error Status
         whose ``error`` is the ApiError (409: already bound, or the pod was replaced; 404: pod gone;
-        those are final and not retried)."""
+        those are final and not retried). A 409 "already assigned to node <this node>" to a *retry* is
+        success: an earlier attempt went through and only its answer was lost."""
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -292,6 +293,20 @@ class Api(Transport):
         try:
             self.request("POST", resource_path("Pod", pod.namespace, pod.name, "binding"), body=body)
         except ApiError as e:
+            if (
+                e.is_conflict()
+                and e.attempts > 1
+                and f'is already assigned to node "{node_name}"' in e.message
+            ):
+                # An earlier attempt of this very Binding (same pod uid, same node) was carried out but its
+                # answer was lost (a 5xx from a proxy, a read timeout): the pod is bound where we sent it.
+                # Reporting the retry's 409 would requeue a bound pod and mark it PodScheduled=False.
+                log.info(
+                    "bind answer lost; the retry shows the pod bound to this node",
+                    pod=pod.key,
+                    node=node_name,
+                )
+                return None
             return Status.as_error(e)
         return None
 

@@ -41,6 +41,9 @@ class ApiError(Exception):
         self.path = path
         self.retry_after = retry_after
         self.details: Mapping[str, Any] = details or {}
+        self.attempts = (
+            1  # how many times the request was sent (set by Transport.request on the final failure)
+        )
         super().__init__(str(self))
 
     def __str__(self) -> str:

@@ -342,13 +342,15 @@ class Transport:
                 raise
             first_error: ApiError | None = e
         attempt = self._once
+        sent = 1
 
         def replay_first_failure(*args: Any) -> tuple[int, Any]:
             # tenacity sees the failure we already had as its attempt 1, then retries as usual.
-            nonlocal first_error
+            nonlocal first_error, sent
             if first_error is not None:
                 err, first_error = first_error, None
                 raise err
+            sent += 1
             return attempt(*args)
 
         retrying = Retrying(
@@ -359,9 +361,13 @@ class Transport:
             sleep=self._sleep,
             before_sleep=self._before_sleep,
         )
-        result: tuple[int, Any] = retrying(
-            replay_first_failure, method, path, url, data, content_type, timeout
-        )
+        try:
+            result: tuple[int, Any] = retrying(
+                replay_first_failure, method, path, url, data, content_type, timeout
+            )
+        except ApiError as e:
+            e.attempts = sent
+            raise
         return result
 
     # ------------------------------------------------------------------------------ streams

@@ -1,7 +1,7 @@
 """A short smoke of ``make chaos``: one fault scenario (scheduler SIGKILL + restart mid-burst) on the
 session cluster, judged by the independent checker, plus proof that the checker is not blind: a pod
 bound by hand onto a full node is reported as an overcommit, a second pod on the same node with an
-untolerated taint as a misfit."""
+untolerated taint as a misfit; and the HTTP fault proxy with the client's retries through it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import time
 
 import pytest
 
-from bench.chaos.__main__ import run_scenario
+from bench.chaos.__main__ import BIND_PATH, HttpProxyProcess, run_scenario
 from bench.chaos.checker import Checker
+from pyscheduler.client.api import Api
+from pyscheduler.client.connection import load_configuration
+from pyscheduler.framework.types import Pod
+from pyscheduler.testing.builders import make_pod
 from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster
 
 
@@ -68,4 +72,38 @@ def test_checker_reports_an_overcommit_and_a_misfit_it_did_not_cause(cluster: Lo
         assert checker.usage(node) == {"cpu": 1200, "memory": 0, "pods": 2}
     finally:
         checker.stop()
+        cluster.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+@pytest.mark.cluster
+def test_through_the_http_fault_proxy_a_bind_waits_out_retry_after_and_survives_a_lost_answer(
+    cluster: LocalCluster, ns: str
+) -> None:
+    """The TLS-terminating proxy (bench/chaos/httpproxy.py) in front of the real API server: the first
+    Binding POST is answered 429 with Retry-After 1 (not forwarded), the second is carried out but
+    answered 500; the client waits the second out, and its third attempt meets 409 on our node, which
+    is the success it is."""
+    (node,) = cluster.create_nodes(1, prefix=f"{ns}-hp")
+    proxy = HttpProxyProcess(cluster)
+    api = Api(load_configuration(str(proxy.kubeconfig)), qps=0)
+    try:
+        body = make_pod("lost", ns).scheduler("nobody").req(cpu="100m").json()
+        pod = Pod.from_dict(api.create("Pod", ns, body))  # through the proxy: TLS and auth pass
+        proxy.rule(status=429, retry_after=1, count=1, method="POST", path=BIND_PATH)
+        proxy.rule(status=500, when="after", count=1, method="POST", path=BIND_PATH)
+        t0 = time.monotonic()
+        assert api.bind(pod, node) is None
+        assert time.monotonic() - t0 >= 1.0
+        binds = [r for r in proxy.requests() if r["p"].endswith("/lost/binding")]
+        assert [(r["status"], r.get("injected")) for r in binds] == [
+            (429, "before"),
+            (500, "after"),
+            (409, None),
+        ]
+        assert binds[1]["upstream"] == 201
+        assert binds[1]["t"] - binds[0]["t"] >= 1.0  # Retry-After honoured
+        assert cluster.api("GET", f"/api/v1/namespaces/{ns}/pods/lost")["spec"]["nodeName"] == node
+    finally:
+        api.close()
+        proxy.stop()
         cluster.request("DELETE", f"/api/v1/nodes/{node}")

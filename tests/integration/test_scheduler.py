@@ -242,3 +242,22 @@ def test_daemon_exposes_kube_scheduler_metrics(
         "scheduler_queue_incoming_pods_total",
     ):
         assert name in text
+
+
+def _gauge(text: str, series: str) -> float:
+    line = next((ln for ln in text.splitlines() if ln.startswith(series + " ")), None)
+    return float(line.split()[-1]) if line else -1.0
+
+
+def test_daemon_reports_its_cache_size(cluster: LocalCluster, daemon: SchedulerProcess, ns: str) -> None:
+    # scheduler_cache_size was declared but never set (make chaos's soak read 0 nodes, 0 pods from it)
+    pool(cluster, ns, 2)
+    create(cluster, pod(ns, "c").json())
+    eventually(lambda: node_of(cluster, ns, "c"))
+    text = eventually(
+        lambda: (t := daemon.metrics()) and _gauge(t, 'scheduler_cache_size{type="pods"}') >= 1 and t,
+        timeout=10,
+    )
+    assert isinstance(text, str)
+    assert _gauge(text, 'scheduler_cache_size{type="nodes"}') >= 2
+    assert _gauge(text, 'scheduler_cache_size{type="assumed_pods"}') >= 0

@@ -571,3 +571,32 @@ def test_make_pool_uses_configuration_tls_settings(tmp_path: Any) -> None:
     assert kw["maxsize"] == 40 and kw["ca_certs"] == cfg.ssl_ca_cert
     assert kw["server_hostname"] == "kubernetes.default.svc"
     assert kw["retries"].total is False
+
+
+ALREADY_ON = 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "{}"'
+
+
+def test_bind_whose_answer_was_lost_is_a_success_when_the_retry_finds_the_pod_on_our_node() -> None:
+    # make chaos (api-lost-response): the API server bound the pod, a proxy answered 500; the retry met
+    # 409 and the bound pod was requeued, reported FailedScheduling and marked PodScheduled=False.
+    lost = FakeResponse(500, status_body(500, "InternalError", "lost"))
+    conflict = FakeResponse(409, status_body(409, "Conflict", ALREADY_ON.format("node-1")))
+    api, pool, _ = make_api(lost, conflict)
+    assert api.bind(POD, "node-1") is None
+    assert len(pool.calls) == 2
+
+
+def test_bind_retry_finding_the_pod_on_another_node_is_still_a_conflict() -> None:
+    lost = FakeResponse(503)
+    conflict = FakeResponse(409, status_body(409, "Conflict", ALREADY_ON.format("node-2")))
+    api, _, _ = make_api(lost, conflict)
+    st = api.bind(POD, "node-1")
+    assert st is not None and isinstance(st.error, ApiError) and st.error.status == 409
+    assert st.error.attempts == 2
+
+
+def test_a_first_attempt_conflict_on_our_node_stays_an_error() -> None:
+    # No earlier attempt of ours: someone else bound the pod; kube-scheduler reports that as a failure.
+    api, _, _ = make_api(FakeResponse(409, status_body(409, "Conflict", ALREADY_ON.format("node-1"))))
+    st = api.bind(POD, "node-1")
+    assert st is not None and isinstance(st.error, ApiError) and st.error.attempts == 1

@@ -132,6 +132,30 @@ def test_recorder_counts_failures() -> None:
     rec.stop()
 
 
+class AlreadyThereSink:
+    """The event was created, but the answer to the request that created it was lost."""
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts = attempts
+
+    def create_event(self, body: Any) -> dict[str, Any]:
+        e = ApiError(409, "AlreadyExists", "events ... already exists", "POST", "/events")
+        e.attempts = self.attempts
+        raise e
+
+
+def test_an_event_whose_retry_finds_it_created_is_posted() -> None:
+    # make chaos (api-lost-response): 21 'posting event failed' warnings for events that existed
+    rec = EventRecorder(AlreadyThereSink(attempts=2), clock=FixedClock())
+    rec.event(POD, "Normal", "Scheduled", "Binding", "x")
+    assert rec.flush(5) and (rec.posted, rec.failed) == (1, 0)
+    rec.stop()
+    first = EventRecorder(AlreadyThereSink(attempts=1), clock=FixedClock())  # not ours: a real conflict
+    first.event(POD, "Normal", "Scheduled", "Binding", "x")
+    assert first.flush(5) and (first.posted, first.failed) == (0, 1)
+    first.stop()
+
+
 # ------------------------------------------------------------------------------------------ writer
 
 
