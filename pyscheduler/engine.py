@@ -301,15 +301,19 @@ class Engine:
                 raise ValueError(f"unknown object kind {kind!r}; known: {names}")
             _ObjectHandler(self.app, kind, known[kind][1]).on_add(d)
 
-    def add_pods(self, pods: Iterable[Any]) -> list[str]:
+    def add_pods(self, pods: Iterable[Any], *, deep_copy: bool = True) -> list[str]:
         """Pods: bound ones (``spec.nodeName``) go to the cache, pending ones to the queue. A pod without
-        ``schedulerName`` gets the first profile's. Returns their keys."""
+        ``schedulerName`` gets the first profile's. Returns their keys. ``deep_copy=False``: JSON dicts
+        are copied only at the top, spec and metadata (the caller promises not to change the rest)."""
         keys = []
         for p in pods:
-            d = _as_json(p)
+            if deep_copy or not isinstance(p, Mapping):
+                d = _as_json(p)
+            else:
+                d = {**p, "spec": dict(p.get("spec") or {}), "metadata": dict(p.get("metadata") or {})}
             spec = d.setdefault("spec", {})
-            spec.setdefault("schedulerName", self.default_scheduler_name)
             meta = d.setdefault("metadata", {})
+            spec.setdefault("schedulerName", self.default_scheduler_name)
             meta.setdefault("namespace", "default")
             meta.setdefault("uid", f"uid-{meta['namespace']}-{meta.get('name', '')}")
             meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
@@ -386,10 +390,10 @@ class Engine:
         def top_totals(state: CycleState, pod: Pod, nodes: Sequence[Any]) -> tuple[Any, Status | None]:
             scores, st = batch_totals(state, pod, nodes)
             if st is None and len(scores):
-                # the top nodes by total, every node tied at the top included
-                best = scores.max()
-                order = np.argsort(-scores, kind="stable")[: engine.top_nodes]
-                kept = sorted(set(order.tolist()) | set(np.flatnonzero(scores == best)[:64].tolist()))
+                # the top nodes by total (enough to tell a tie at the top), no per-plugin parts
+                k = min(engine.top_nodes, len(scores))
+                top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+                kept = sorted(top.tolist(), key=lambda i: -int(scores[i]))
                 engine._last_scores[pod.key] = [NodeScores(nodes[i].name, int(scores[i]), {}) for i in kept]
             return scores, st
 

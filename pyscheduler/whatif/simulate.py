@@ -19,8 +19,10 @@ written anywhere.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,7 +221,7 @@ def simulate(
                 continue
             j.pod = {**j.pod, "spec": {**j.pod["spec"], "schedulerName": default_name}}
         to_place.append(j)
-    engine.add_pods([j.pod for j in to_place])
+    engine.add_pods([j.pod for j in to_place], deep_copy=False)
 
     total = len(to_place)
     done = [0]
@@ -229,7 +231,8 @@ def simulate(
         if progress is not None:
             progress(min(done[0], total), total)
 
-    results = engine.run(on_cycle=tick if progress is not None else None)
+    with _long_lived_heap():
+        results = engine.run(on_cycle=tick if progress is not None else None)
     if progress is not None:
         progress(total, total)
 
@@ -280,6 +283,23 @@ def simulate(
     )
 
 
+@contextlib.contextmanager
+def _long_lived_heap() -> Iterator[None]:
+    """What the daemon does once its caches are synced: the snapshot's records leave the collector's
+    sight and collections come less often (the cycle allocates many short-lived objects)."""
+    from pyscheduler.app import DAEMON_GC_THRESHOLD
+
+    old = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*DAEMON_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
 def prepare_engine(
     applied: Applied,
     config: Any,
@@ -306,7 +326,7 @@ def prepare_engine(
         warnings.append(
             f"{len(applied.bound) - len(bound)} pod(s) bound to nodes the snapshot does not have: left out"
         )
-    engine.add_pods(bound)
+    engine.add_pods(bound, deep_copy=False)
     return engine, bound
 
 
