@@ -1,7 +1,7 @@
 """Reading kube's FailedScheduling text back into its parts.
 
 The daemon (like kube-scheduler) posts ``0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had
-untolerated taint {dedicated: db}. preemption: 0/5 nodes are available: 5 Preemption is not helpful for
+untolerated taint(s). preemption: 0/5 nodes are available: 5 Preemption is not helpful for
 scheduling.``: the filter part is ``<count> <reason>`` pairs, sorted and joined by ", ". ``filter_reasons``
 gives {reason: node count} for the filter part; a message of another shape (a plugin error, no nodes at
 all) comes back whole as one reason counting 0 nodes, so nothing is lost.
