@@ -123,7 +123,11 @@ def test_simulate_places_a_workload_as_the_daemon_does(
     for d in singles:
         name = d["metadata"]["name"]
         create(cluster, d)
-        got[name] = eventually(lambda name=name: node_of(cluster, ns, name), timeout=30, what=f"{name} bound")
+
+        def bound(name: str = name) -> str:
+            return node_of(cluster, ns, name)
+
+        got[name] = eventually(bound, timeout=30, what=f"{name} bound")
     create(cluster, huge)
     ev = eventually(lambda: events_for(cluster, ns, "huge", "FailedScheduling"), what="huge FailedScheduling")
     cluster.api("POST", f"/apis/apps/v1/namespaces/{ns}/deployments", web)
