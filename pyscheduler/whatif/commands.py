@@ -116,9 +116,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         if args.compare:
             bars = [ProgressBar(f"simulating {name}") for name in ("A", "B")]
-            a = simulate(config=configs[0], config_name=f"A: {configs[0]}", progress=bars[0], **common)
+            a = simulate(
+                config=configs[0],
+                config_name=str(configs[0] or "default profile"),
+                progress=bars[0],
+                **common,
+            )
             bars[0].close()
-            b = simulate(config=configs[1], config_name=f"B: {configs[1]}", progress=bars[1], **common)
+            b = simulate(
+                config=configs[1],
+                config_name=str(configs[1] or "default profile"),
+                progress=bars[1],
+                **common,
+            )
             bars[1].close()
             comparison = Comparison(a, b)
             text = (

@@ -189,7 +189,7 @@ def _section(result: SimulationResult, title: str = "") -> str:
             hbars(
                 [(r, [float(n)]) for r, n in reasons.items()],
                 [("pods", RED)],
-                fmt=lambda v: f"{v:.0f} pods",
+                fmt=lambda v: f"{v:.0f} pod(s)",
                 label_width=330,
             )
         )

@@ -313,6 +313,10 @@ def prepare_engine(
     from pyscheduler.engine import Engine
 
     engine = (engine_factory or Engine)(config, seed=seed, score_breakdown=False)
+    if getattr(engine.config, "extenders", None):
+        warnings.append(
+            "the configuration's HTTP extenders are not called in a simulation (nothing leaves it)"
+        )
     objects: dict[str, list[JSON]] = {k: list(v) for k, v in applied.objects.items() if k != "PriorityClass"}
     for o in extra_objects:
         objects.setdefault(str(o["kind"]), []).append(o)

@@ -98,3 +98,25 @@ def test_a_saved_snapshot_of_another_format_version_is_refused(tmp_path: Path) -
     f.write_text('{"apiVersion": "whatif.pyscheduler.io/v0", "kind": "ClusterSnapshot"}')
     with pytest.raises(SnapshotError, match=r"is not 'whatif\.pyscheduler\.io/v1alpha1'"):
         ClusterSnapshot.load(f)
+
+
+def test_only_the_snapshot_reads_the_cluster_and_only_by_listing() -> None:
+    """whatif never writes to a cluster: the client is imported in one function, which calls ``list``."""
+    import ast
+
+    root = Path(__file__).resolve().parents[3] / "pyscheduler" / "whatif"
+    for path in root.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyscheduler.client"):
+                assert path.name == "snapshot.py", f"{path.name} imports {node.module}"
+        if path.name == "snapshot.py":
+            calls = {
+                n.func.attr
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "api"
+            }
+            assert calls <= {"list", "url", "close"}, calls
