@@ -250,6 +250,11 @@ def simulate(
         )
         if r.node is None:
             o.message, o.reason = r.message, r.reason
+            gates = [g.get("name", "") for g in (j.pod.get("spec") or {}).get("schedulingGates") or ()]
+            if r.waiting:  # assumed on a node, held by Permit until the run ended
+                o.message = f"waiting on Permit ({', '.join(r.waiting)}) when the simulation ended"
+            elif gates and not r.message:  # PreEnqueue keeps it out of the queue, as in the daemon
+                o.message = f"not attempted: scheduling gates {', '.join(gates)}"
         elif len(r.scores) > 1 and r.scores[0].total == r.scores[1].total:
             o.tied = True
         outcomes.append(o)

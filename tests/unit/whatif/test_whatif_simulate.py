@@ -163,3 +163,15 @@ def test_json_has_every_section() -> None:
     }
     assert d["unschedulable"][0]["count"] == 1
     assert set(d["utilisation"]["after"]["zones"]) == {"z0", "z1"}
+
+
+def test_a_gated_pod_is_reported_not_attempted() -> None:
+    snap = cluster(
+        1, pods=[make_pod("gated").req(cpu="1").scheduler("py-scheduler").gate("example.com/wait")]
+    )
+    res = simulate(snap)
+    (p,) = res.pods
+    assert p.node is None
+    assert res.unschedulable_groups() == {
+        "not attempted: scheduling gates example.com/wait": ["default/gated"]
+    }
