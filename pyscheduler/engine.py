@@ -21,7 +21,9 @@ the API server is done here, in line and in a fixed order:
     time                                     ``FakeClock``; kube's random tie-break uses a seeded RNG
 
 Nothing here does I/O; the daemon's layers stay as they are (the engine sits beside ``app``). Used by
-``pyscheduler.testing.schedule`` and meant for ``pyscheduler simulate``/``capacity`` (issue #17).
+``pyscheduler.testing.schedule`` and by ``pyscheduler simulate``/``capacity`` (``pyscheduler.whatif``),
+which run it with ``score_breakdown=False`` (each pod's top node totals only, from the batch scores),
+``add_pods(..., deep_copy=False)`` and ``run(on_cycle=...)`` for the progress bar.
 
     engine = Engine(config=None, seed=0)
     engine.add_nodes([...]); engine.add_objects({"PersistentVolumeClaim": [...]})
