@@ -32,7 +32,7 @@ from pyscheduler.whatif.changes import Applied, Changes, LostPod
 from pyscheduler.whatif.reasons import filter_reasons
 from pyscheduler.whatif.snapshot import JSON, ClusterSnapshot
 from pyscheduler.whatif.usage import Usage, average_pod
-from pyscheduler.whatif.workloads import Workload
+from pyscheduler.whatif.workloads import Workload, WorkloadError
 
 ORIGIN_PENDING = "pending"
 ORIGIN_DISPLACED = "displaced"
@@ -209,7 +209,11 @@ def simulate(
     jobs += [
         _Job(_key(p), ORIGIN_DISPLACED, applied.displaced_from.get(_key(p)), p) for p in applied.displaced
     ]
+    existing = {_key(p) for p in snapshot.pods}
     for w in workloads:
+        for p in w.pods:
+            if _key(p) in existing:  # the API server would answer AlreadyExists
+                raise WorkloadError(f"{w.source}: pod {_key(p)} already exists in the snapshot")
         jobs += [_Job(_key(p), w.key, None, p) for p in w.pods]
     skipped: dict[str, int] = {}
     to_place: list[_Job] = []

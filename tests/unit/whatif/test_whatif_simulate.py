@@ -12,7 +12,7 @@ from pyscheduler.testing import make_node, make_pod
 from pyscheduler.whatif.changes import Changes
 from pyscheduler.whatif.simulate import compare, simulate
 from pyscheduler.whatif.snapshot import ClusterSnapshot
-from pyscheduler.whatif.workloads import expand
+from pyscheduler.whatif.workloads import WorkloadError, expand
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -175,3 +175,12 @@ def test_a_gated_pod_is_reported_not_attempted() -> None:
     assert res.unschedulable_groups() == {
         "not attempted: scheduling gates example.com/wait": ["default/gated"]
     }
+
+
+def test_an_added_pod_that_already_exists_is_refused() -> None:
+    snap = cluster(1, pods=[make_pod("p0").req(cpu="1").node("n0")])
+    spec = {"containers": [{"name": "c", "image": "x"}]}
+    with pytest.raises(WorkloadError, match=r"p\.yaml: pod default/p0 already exists in the snapshot"):
+        simulate(
+            snap, workloads=expand([("p.yaml", {"kind": "Pod", "metadata": {"name": "p0"}, "spec": spec})])
+        )
