@@ -59,8 +59,22 @@ def generate(nodes: int, bound: int, pending: int, seed: int = 1) -> ClusterSnap
         n = make_node(f"node-{i:05d}").capacity(cpu=cpu, memory=mem, pods=110)
         objs.append(n.label("topology.kubernetes.io/zone", ZONES[i % len(ZONES)]).json())
         names.append(f"node-{i:05d}")
+    # bound pods go where they fit (a real cluster's nodes are not overcommitted): CPU in millicores
+    free = [int(NODE_SIZES[i % len(NODE_SIZES)][0]) * 1000 for i in range(nodes)]
     for i in range(bound):
-        objs.append(_pod(i, rng, names[rng.randrange(nodes)]))
+        pod = _pod(i, rng, None)
+        cpu = pod["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+        need = int(cpu[:-1]) if cpu.endswith("m") else int(cpu) * 1000
+        start = rng.randrange(nodes)
+        for k in range(nodes):
+            j = (start + k) % nodes
+            if free[j] >= need:
+                free[j] -= need
+                pod["spec"]["nodeName"] = names[j]
+                break
+        else:
+            raise SystemExit(f"--bound {bound}: more pods than the nodes hold")
+        objs.append(pod)
     for i in range(bound, bound + pending):
         objs.append(_pod(i, rng, None))
     return ClusterSnapshot.from_objects(objs, f"generated {nodes} nodes")
