@@ -124,15 +124,11 @@ def capacity(
         keys = []
         copies = []
         for i in range(placed, placed + count):
-            c = copy.deepcopy(base)
-            c["metadata"] = {
-                **meta,
-                "name": f"{name}-capacity-{i}",
-                "uid": f"whatif-capacity-{ns}-{name}-{i}",
-            }
-            copies.append(c)
+            # the copies share the spec (nothing writes to it); each has its own metadata
+            uid = f"whatif-capacity-{ns}-{name}-{i}"
+            copies.append({**base, "metadata": {**meta, "name": f"{name}-capacity-{i}", "uid": uid}})
             keys.append(f"{ns}/{name}-capacity-{i}")
-        engine.add_pods(copies)
+        engine.add_pods(copies, deep_copy=False)
         results = engine.run(max_rounds=0)
         for k in keys:
             r = results[k]
