@@ -8,6 +8,9 @@
 file named by ``$PYSCHEDULER_CONFIG``, else the built-in default profile.
     pyscheduler dev-cluster up [--nodes N] [--with-controller-manager] | down | status
     pyscheduler demo [--nodes N]                           local cluster + scheduler + a demo workload
+    pyscheduler snapshot --from-cluster -o FILE            save a cluster snapshot (list only, read-only)
+    pyscheduler simulate --snapshot S [--add W.yaml ...]   what-if scheduling in process (docs/simulate.md)
+    pyscheduler capacity --snapshot S POD.yaml             how many more copies of a pod fit, and why not more
 
 A configuration error stops ``run`` before it touches the cluster, with the field's path in the message
 and exit code 2.
@@ -486,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=cmd_demo)
 
     _add_new_plugin_parser(sub)
+    from pyscheduler.whatif.commands import add_parsers as add_whatif_parsers
+
+    add_whatif_parsers(sub, CONFIG_HELP)  # snapshot, simulate, capacity (issue #17)
     return p
 
 

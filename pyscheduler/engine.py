@@ -21,7 +21,9 @@ the API server is done here, in line and in a fixed order:
     time                                     ``FakeClock``; kube's random tie-break uses a seeded RNG
 
 Nothing here does I/O; the daemon's layers stay as they are (the engine sits beside ``app``). Used by
-``pyscheduler.testing.schedule`` and meant for ``pyscheduler simulate``/``capacity`` (issue #17).
+``pyscheduler.testing.schedule`` and by ``pyscheduler simulate``/``capacity`` (``pyscheduler.whatif``),
+which run it with ``score_breakdown=False`` (each pod's top node totals only, from the batch scores),
+``add_pods(..., deep_copy=False)`` and ``run(on_cycle=...)`` for the progress bar.
 
     engine = Engine(config=None, seed=0)
     engine.add_nodes([...]); engine.add_objects({"PersistentVolumeClaim": [...]})
@@ -39,11 +41,21 @@ from typing import Any
 
 import numpy as np
 
-from pyscheduler.app import OBJECT_KINDS, App, _NodeHandler, _ObjectHandler, _PodHandler, build_app
+from pyscheduler.app import (
+    DRA_OBJECT_KINDS,
+    OBJECT_KINDS,
+    App,
+    _ClaimHandler,
+    _NodeHandler,
+    _ObjectHandler,
+    _PodHandler,
+    build_app,
+)
 from pyscheduler.config.load import load_config, parse_config
 from pyscheduler.config.parsing import parse_yaml
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.interfaces import PostFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import Framework
@@ -223,6 +235,7 @@ class Engine:
         seed: int = 0,
         clock: Clock | None = None,
         top_nodes: int = TOP_NODES,
+        score_breakdown: bool = True,
     ) -> None:
         from pyscheduler.plugins.registry import full_registry
         from pyscheduler.testing.clock import FakeClock
@@ -231,6 +244,9 @@ class Engine:
         self.config = load_engine_config(config, self.registry)
         self.clock: Any = clock or FakeClock()
         self.top_nodes = top_nodes
+        # False: keep only each pod's top node totals (no per-plugin parts), from the batch totals the
+        # daemon computes; what a long simulation wants (``pyscheduler simulate``).
+        self.score_breakdown = score_breakdown
         self._after_cycle: list[Callable[[], None]] = []
         self._results: dict[str, PodResult] = {}
         self._pods: dict[str, Pod] = {}  # every pod the engine knows, by "ns/name" (latest version)
@@ -277,20 +293,29 @@ class Engine:
             for o in objects:
                 d = _as_json(o)
                 items.append((str(d.get("kind", "")), d))
+        known = {**OBJECT_KINDS, **DRA_OBJECT_KINDS}
         for kind, d in items:
-            if kind not in OBJECT_KINDS:
-                raise ValueError(f"unknown object kind {kind!r}; known: {', '.join(sorted(OBJECT_KINDS))}")
-            _ObjectHandler(self.app, kind, OBJECT_KINDS[kind][1]).on_add(d)
+            if kind == "ResourceClaim":
+                _ClaimHandler(self.app).on_add(ResourceClaim.from_dict(d))
+                continue
+            if kind not in known:
+                names = ", ".join(sorted([*known, "ResourceClaim"]))
+                raise ValueError(f"unknown object kind {kind!r}; known: {names}")
+            _ObjectHandler(self.app, kind, known[kind][1]).on_add(d)
 
-    def add_pods(self, pods: Iterable[Any]) -> list[str]:
+    def add_pods(self, pods: Iterable[Any], *, deep_copy: bool = True) -> list[str]:
         """Pods: bound ones (``spec.nodeName``) go to the cache, pending ones to the queue. A pod without
-        ``schedulerName`` gets the first profile's. Returns their keys."""
+        ``schedulerName`` gets the first profile's. Returns their keys. ``deep_copy=False``: JSON dicts
+        are copied only at the top, spec and metadata (the caller promises not to change the rest)."""
         keys = []
         for p in pods:
-            d = _as_json(p)
+            if deep_copy or not isinstance(p, Mapping):
+                d = _as_json(p)
+            else:
+                d = {**p, "spec": dict(p.get("spec") or {}), "metadata": dict(p.get("metadata") or {})}
             spec = d.setdefault("spec", {})
-            spec.setdefault("schedulerName", self.default_scheduler_name)
             meta = d.setdefault("metadata", {})
+            spec.setdefault("schedulerName", self.default_scheduler_name)
             meta.setdefault("namespace", "default")
             meta.setdefault("uid", f"uid-{meta['namespace']}-{meta.get('name', '')}")
             meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
@@ -304,8 +329,11 @@ class Engine:
         return keys
 
     # -------------------------------------------------------------------------------- running
-    def run(self, max_rounds: int = MAX_ROUNDS) -> dict[str, PodResult]:
-        """Schedule until the queue has nothing left to try; every pod's result, by "ns/name"."""
+    def run(
+        self, max_rounds: int = MAX_ROUNDS, on_cycle: Callable[[], None] | None = None
+    ) -> dict[str, PodResult]:
+        """Schedule until the queue has nothing left to try; every pod's result, by "ns/name".
+        ``on_cycle`` is called after each scheduling cycle (a progress bar)."""
         sched, queue = self.app.scheduler, self.app.queue
         backoff = float(self.config.pod_max_backoff_seconds)
         for round_ in range(max_rounds + 1):
@@ -315,6 +343,8 @@ class Engine:
                 if sched.schedule_one(0):
                     did = True
                     self._drain()
+                    if on_cycle is not None:
+                        on_cycle()
                     continue
                 if not progressed:
                     break
@@ -357,7 +387,19 @@ class Engine:
             engine._last_scores[pod.key] = [NodeScores(n, int(t), dict(pl)) for n, t, pl in kept]
             return np.array([t for _, t, _ in rows], dtype=np.int64), st
 
-        fwk.run_score_plugins_totals = totals  # type: ignore[method-assign]
+        batch_totals = fwk.run_score_plugins_totals
+
+        def top_totals(state: CycleState, pod: Pod, nodes: Sequence[Any]) -> tuple[Any, Status | None]:
+            scores, st = batch_totals(state, pod, nodes)
+            if st is None and len(scores):
+                # the top nodes by total (enough to tell a tie at the top), no per-plugin parts
+                k = min(engine.top_nodes, len(scores))
+                top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+                kept = sorted(top.tolist(), key=lambda i: -int(scores[i]))
+                engine._last_scores[pod.key] = [NodeScores(nodes[i].name, int(scores[i]), {}) for i in kept]
+            return scores, st
+
+        fwk.run_score_plugins_totals = totals if engine.score_breakdown else top_totals  # type: ignore[method-assign]
         pre_filter = fwk.run_pre_filter_plugins
         post_filter = fwk.run_post_filter_plugins
 
