@@ -430,20 +430,20 @@ def parse(text: str) -> FeatureGates:
     for item in text.split(","):
         if not item.strip():
             continue
-        name, eq, value = item.partition("=")
-        name = name.strip()
+        key, eq, raw = item.partition("=")
+        key = key.strip()
         if not eq:
-            raise FeatureGateError(f"missing bool value for {name}")
-        pairs[name] = _bool(name, value.strip())
+            raise FeatureGateError(f"missing bool value for {key}")
+        pairs[key] = _bool(key, raw.strip())
     errors: list[str] = []
-    for name, value in pairs.items():
+    for name, on in pairs.items():
         if name in (ALL_ALPHA, ALL_BETA):
             continue
         spec = KNOWN.get(name)
         if spec is None:
             errors.append(f"unrecognized feature gate: {name}")
-        elif spec.locked and value != spec.default:
-            v, d = ("true" if value else "false"), ("true" if spec.default else "false")
+        elif spec.locked and on != spec.default:
+            v, d = ("true" if on else "false"), ("true" if spec.default else "false")
             errors.append(f"cannot set feature gate {name} to {v}, feature is locked to {d}")
     if errors:
         raise FeatureGateError(", ".join(errors))
