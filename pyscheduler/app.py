@@ -35,6 +35,7 @@ from pyscheduler.backend.claims import ClaimTracker
 from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.queue import SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
+from pyscheduler.config import feature_gates
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
@@ -88,16 +89,25 @@ DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
 }
 
 
+# Workload-aware scheduling (GenericWorkload gate): PodGroups are watched, into the object store, only
+# with the gate on (their API is alpha and off in most clusters). kube-scheduler reads no Workloads.
+POD_GROUP_KINDS: dict[str, tuple[str, Resource | None]] = {
+    "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2/podgroups", Resource.POD_GROUP),
+}
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD, "UnscheduledPodAdd")
+
+
 # ------------------------------------------------------------------------------------------ writers
 
 
 class ApiStatusWriter:
     """Pod status updates (PodScheduled condition, nominatedNodeName) through the async writer."""
 
-    def __init__(self, api: Any, writer: Any, clock: Clock) -> None:
+    def __init__(self, api: Any, writer: Any, clock: Clock, objects: ObjectStore | None = None) -> None:
         self.api = api
         self.writer = writer
         self.clock = clock
+        self.objects = objects
 
     def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
         if pod.scheduled_condition == (status, reason, message):
@@ -113,6 +123,45 @@ class ApiStatusWriter:
 
     def nominated_node(self, pod: Pod, node_name: str) -> None:
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
+
+    def pod_group_condition(
+        self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
+    ) -> None:
+        """Set a PodGroup status condition as kube does after a pod group cycle: never from True back
+        to False, unchanged conditions not written, lastTransitionTime kept while the status stays."""
+        pg = self.objects.get("PodGroup", namespace, name) if self.objects is not None else None
+        if pg is None:
+            log.warning("PodGroup not found for its status update", pod_group=f"{namespace}/{name}")
+            return
+        generation = int((pg.get("metadata") or {}).get("generation") or 0)
+        conds = (pg.get("status") or {}).get("conditions") or []
+        existing = next((c for c in conds if c.get("type") == type_), None)
+        if existing is not None and existing.get("status") == "True" and status != "True":
+            return
+        now = rfc3339(self.clock.wall())
+        cond = {
+            "type": type_,
+            "status": status,
+            "observedGeneration": generation,
+            "lastTransitionTime": now,
+            "reason": reason,
+            "message": message,
+        }
+        if existing is not None:
+            if existing.get("status") == status:
+                cond["lastTransitionTime"] = existing.get("lastTransitionTime") or now
+            same = ("status", "reason", "message", "observedGeneration")
+            if all(existing.get(k) == cond[k] for k in same):
+                return
+        self.writer.submit(
+            self.api.patch,
+            "PodGroup",
+            namespace,
+            name,
+            {"status": {"conditions": [cond]}},
+            subresource="status",
+            patch_type="strategic",
+        )
 
 
 # ------------------------------------------------------------------------------------------ assembly
@@ -138,6 +187,11 @@ class App:
     scheduling: threading.Event = field(default_factory=threading.Event)
     malformed: dict[str, str] = field(default_factory=dict)
     claims: ClaimTracker = field(default_factory=ClaimTracker)
+    gang_scheduling: bool = False  # the GangScheduling gate: an unscheduled pod's arrival is an event
+
+    @property
+    def pod_groups_enabled(self) -> bool:
+        return self.cache.pod_groups_enabled
 
     @property
     def dra_enabled(self) -> bool:
@@ -162,6 +216,8 @@ class App:
         )
         self.reflectors = [nodes, pods]
         kinds = dict(OBJECT_KINDS)
+        if self.pod_groups_enabled:
+            kinds.update(POD_GROUP_KINDS)
         if self.dra_enabled:
             kinds.update(DRA_OBJECT_KINDS)
             self.reflectors.append(
@@ -282,7 +338,11 @@ class _PodHandler:
             a.cache.add_pod(pod)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, pod)
         elif a.is_ours(pod) and pod.phase not in TERMINAL_PHASES:
+            a.cache.add_pod_group_member(pod)
             a.queue.add(pod)
+            if pod.scheduling_group and a.gang_scheduling:
+                # a new member may complete a gang waiting in PreEnqueue (kube does this for any pod)
+                a.move(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_update(self, old: Pod, new: Pod) -> None:
         a = self.app
@@ -302,8 +362,10 @@ class _PodHandler:
             a.cache.add_pod(new)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, new)
         elif a.is_ours(new):
+            a.cache.update_pod_group_member(old, new)
             a.queue.update(old, new)
         elif a.is_ours(old):
+            a.cache.remove_pod_group_member(old)
             a.queue.delete(old)
 
     def on_delete(self, pod: Pod) -> None:
@@ -316,6 +378,7 @@ class _PodHandler:
             a.cache.remove_pod(pod)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"), pod, None)
         elif a.is_ours(pod):
+            a.cache.remove_pod_group_member(pod)
             a.queue.delete(pod)
 
 
@@ -438,7 +501,7 @@ def build_frameworks(
         instances = {n: registry[n].new(_plugin_args(profile, n, extender_ignored), ph) for n in names}
         pp = ProfilePlugins(
             points={k: tuple(v) for k, v in profile.plugins.as_dict().items() if v},
-            weights=dict(profile.plugins.score_weights),
+            weights={**profile.plugins.placement_score_weights, **profile.plugins.score_weights},
         )
         frameworks[profile.scheduler_name] = Framework(
             profile.scheduler_name,
@@ -481,11 +544,19 @@ def build_app(
         from pyscheduler.client.writer import AsyncWriter
 
         writer = AsyncWriter(api)
-    status_writer = ApiStatusWriter(api, writer, clock)
     snapshot = Snapshot()
     objects = ObjectStore()
+    status_writer = ApiStatusWriter(api, writer, clock, objects)
     waiting = WaitingPods()
     claims = ClaimTracker()
+    gates = feature_gates.current()
+    cache = Cache(pod_groups=gates.enabled(feature_gates.GENERIC_WORKLOAD))
+    queue_ref: list[SchedulingQueue] = []
+
+    def activate_pods(pods: Any) -> None:
+        if queue_ref:
+            queue_ref[0].activate([p.uid for p in pods])
+
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=objects,
@@ -498,6 +569,8 @@ def build_app(
             "status_writer": status_writer,
             "metrics": metrics,
             "claims": claims,
+            "pod_group_states": cache.pod_group_states,
+            "activate_pods": activate_pods,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),
         },
@@ -527,9 +600,9 @@ def build_app(
         sort_key=first.queue_sort_key,
     )
     handle.nominator = queue
+    queue_ref.append(queue)
     for fwk in frameworks.values():
         fwk.handle.nominator = queue
-    cache = Cache()
     sched = Scheduler(
         profiles=frameworks,
         queue=queue,
@@ -544,6 +617,7 @@ def build_app(
         can_bind=can_bind,
         rng=rng,
     )
+    sched.pod_groups = cache.pod_groups_enabled
     return App(
         scheduler=sched,
         queue=queue,
@@ -557,4 +631,5 @@ def build_app(
         clock=clock,
         waiting_pods=waiting,
         claims=claims,
+        gang_scheduling=gates.enabled(feature_gates.GANG_SCHEDULING),
     )

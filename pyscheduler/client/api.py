@@ -100,6 +100,9 @@ KINDS: Final[dict[str, tuple[str, str, bool]]] = {
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    # workload-aware scheduling (alpha API, GenericWorkload)
+    "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2", "podgroups", True),
+    "Workload": ("/apis/scheduling.k8s.io/v1alpha2", "workloads", True),
 }
 
 

@@ -272,6 +272,12 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
     for ref in (*plugins.get("score", PluginSetSpec()).enabled, *multi.enabled):
         if ref.name in score_set and ref.name not in weights:
             weights[ref.name] = ref.weight or 1
+    # placementScore plugins are weighted the same way (kube's placementScorePluginWeight)
+    placement_weights: dict[str, int] = {}
+    placement_set = set(lists["placementScore"])
+    for ref in (*plugins.get("placementScore", PluginSetSpec()).enabled, *multi.enabled):
+        if ref.name in placement_set and ref.name not in placement_weights:
+            placement_weights[ref.name] = ref.weight or 1
 
     instantiated: list[str] = []
     for point in (*EXTENSION_POINTS, MULTI_POINT):
@@ -281,7 +287,10 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
 
     kwargs: dict[str, tuple[str, ...]] = {POINT_FIELDS[p]: tuple(v) for p, v in lists.items()}
     return ResolvedPlugins(
-        **kwargs, score_weights={n: weights[n] for n in lists["score"]}, instantiated=tuple(instantiated)
+        **kwargs,
+        score_weights={n: weights[n] for n in lists["score"]},
+        placement_score_weights={n: placement_weights[n] for n in lists["placementScore"]},
+        instantiated=tuple(instantiated),
     )
 
 

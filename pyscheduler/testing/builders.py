@@ -308,6 +308,11 @@ class PodBuilder:
         self._spec.setdefault("schedulingGates", []).append({"name": name})
         return self
 
+    def group(self, pod_group: str) -> PodBuilder:
+        """``spec.schedulingGroup.podGroupName``: the pod belongs to this PodGroup (GenericWorkload)."""
+        self._spec["schedulingGroup"] = {"podGroupName": pod_group}
+        return self
+
     def host_network(self) -> PodBuilder:
         self._spec["hostNetwork"] = True
         return self
