@@ -153,15 +153,7 @@ class ApiStatusWriter:
             same = ("status", "reason", "message", "observedGeneration")
             if all(existing.get(k) == cond[k] for k in same):
                 return
-        self.writer.submit(
-            self.api.patch,
-            "PodGroup",
-            namespace,
-            name,
-            {"status": {"conditions": [cond]}},
-            subresource="status",
-            patch_type="strategic",
-        )
+        self.writer.submit(self.api.patch_pod_group_status, namespace, name, cond)
 
 
 # ------------------------------------------------------------------------------------------ assembly
@@ -570,6 +562,7 @@ def build_app(
             "metrics": metrics,
             "claims": claims,
             "pod_group_states": cache.pod_group_states,
+            "feature_gates": gates.as_mapping(),  # plugins read gates as name -> bool
             "activate_pods": activate_pods,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),

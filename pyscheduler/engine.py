@@ -39,7 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from pyscheduler.app import OBJECT_KINDS, App, _NodeHandler, _ObjectHandler, _PodHandler, build_app
+from pyscheduler.app import (
+    OBJECT_KINDS,
+    POD_GROUP_KINDS,
+    App,
+    _NodeHandler,
+    _ObjectHandler,
+    _PodHandler,
+    build_app,
+)
 from pyscheduler.config.load import load_config, parse_config
 from pyscheduler.config.parsing import parse_yaml
 from pyscheduler.framework.clock import Clock
@@ -147,6 +155,9 @@ class _EngineApi:
 
     def patch(self, kind: str, namespace: str, name: str, body: JSON) -> None:
         self.engine._patch(kind, namespace, name, body)
+
+    def patch_pod_group_status(self, namespace: str, name: str, condition: JSON) -> None:
+        self.engine._patch("PodGroup", namespace, name, {"status": {"conditions": [dict(condition)]}})
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"the in-process engine has no API call {name!r}")
@@ -277,10 +288,15 @@ class Engine:
             for o in objects:
                 d = _as_json(o)
                 items.append((str(d.get("kind", "")), d))
+        kinds = self._kinds()
         for kind, d in items:
-            if kind not in OBJECT_KINDS:
-                raise ValueError(f"unknown object kind {kind!r}; known: {', '.join(sorted(OBJECT_KINDS))}")
-            _ObjectHandler(self.app, kind, OBJECT_KINDS[kind][1]).on_add(d)
+            if kind not in kinds:
+                raise ValueError(f"unknown object kind {kind!r}; known: {', '.join(sorted(kinds))}")
+            _ObjectHandler(self.app, kind, kinds[kind][1]).on_add(d)
+
+    def _kinds(self) -> dict[str, Any]:
+        """The kinds the daemon would watch: PodGroups too with the GenericWorkload gate on."""
+        return {**OBJECT_KINDS, **(POD_GROUP_KINDS if self.app.pod_groups_enabled else {})}
 
     def add_pods(self, pods: Iterable[Any]) -> list[str]:
         """Pods: bound ones (``spec.nodeName``) go to the cache, pending ones to the queue. A pod without
@@ -446,11 +462,12 @@ class Engine:
     def _patch(self, kind: str, namespace: str, name: str, body: JSON) -> None:
         """A merge patch to a stored object (VolumeBinding's PV/PVC binding), seen back as a watch update."""
         existing = self.app.objects.get(kind, namespace, name)
-        if existing is None or kind not in OBJECT_KINDS:
+        kinds = self._kinds()
+        if existing is None or kind not in kinds:
             return
         merged = copy.deepcopy(dict(existing))
         _merge(merged, body)
-        _ObjectHandler(self.app, kind, OBJECT_KINDS[kind][1]).on_update(dict(existing), merged)
+        _ObjectHandler(self.app, kind, kinds[kind][1]).on_update(dict(existing), merged)
 
 
 def _merge(dst: JSON, patch: Mapping[str, Any]) -> None:

@@ -830,6 +830,18 @@ class Api:
             "Pod", namespace, name, {"status": status}, subresource="status", patch_type="strategic"
         )
 
+    def patch_pod_group_status(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON:
+        """Strategic-merge patch of a PodGroup's status (scheduling.k8s.io/v1alpha2): merge one condition
+        by ``type`` (the pod group cycle's PodGroupScheduled)."""
+        return self.patch(
+            "PodGroup",
+            namespace,
+            name,
+            {"status": {"conditions": [dict(condition)]}},
+            subresource="status",
+            patch_type="strategic",
+        )
+
     def add_pod_condition(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON | None:
         """Merge a condition (e.g. DisruptionTarget before preemption) into the pod's status."""
         return self.patch_pod_status(namespace, name, condition=condition)

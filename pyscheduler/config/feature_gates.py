@@ -404,6 +404,10 @@ class FeatureGates:
                 return self.explicit[ALL_BETA]
         return spec.default
 
+    def as_mapping(self) -> Mapping[str, bool]:
+        """Every known gate's value (what plugins get as ``handle.extra["feature_gates"]``)."""
+        return MappingProxyType({name: self.enabled(name) for name in KNOWN})
+
     def describe(self) -> str:
         """``Name=true,...`` of the gates set explicitly (for the start-up log)."""
         return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(self.explicit.items()))

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         make_node,
         make_node_info,
         make_pod,
+        make_pod_group,
     )
     from pyscheduler.testing.clock import FakeClock
 
@@ -56,6 +57,7 @@ __all__ = [
     "make_node",
     "make_node_info",
     "make_pod",
+    "make_pod_group",
     "schedule",
     "score_list",
 ]
@@ -69,6 +71,7 @@ _LAZY = {
     "make_node": "pyscheduler.testing.builders",
     "make_node_info": "pyscheduler.testing.builders",
     "make_pod": "pyscheduler.testing.builders",
+    "make_pod_group": "pyscheduler.testing.builders",
     "schedule": "pyscheduler.engine",
 }
 

@@ -426,6 +426,26 @@ def make_pod(name: str | None = None, namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
 
 
+def make_pod_group(
+    name: str,
+    namespace: str = "default",
+    *,
+    min_count: int | None = None,
+    topology_key: str = "",
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A scheduling.k8s.io/v1alpha2 PodGroup as JSON: a Gang policy with ``min_count`` (else Basic),
+    and a topology constraint on ``topology_key`` when given."""
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid is not None:
+        meta["uid"] = uid
+    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
 def make_node(name: str | None = None) -> NodeBuilder:
     return NodeBuilder(name)
 
