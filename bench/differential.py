@@ -132,7 +132,7 @@ EVAL_KINDS: dict[str, str] = {
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
 }
-FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim")
+FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "PodGroup")
 
 
 class RunError(RuntimeError):

@@ -264,9 +264,14 @@ def _placement_algorithm(
         return first
     if len(feasible) == 1:
         return feasible[0][1]
-    assignments = [
-        PodGroupAssignments(p, [(r.qpi.pod, r.node) for r in res.pods if r.node]) for p, res in feasible
-    ]
+    # every try was undone: score the placements against the cluster as it is (kube's snapshot after
+    # ForgetPlacement), node infos looked up afresh
+    sched.cache.update_snapshot(sched.snapshot)
+    assignments = []
+    for p, res in feasible:
+        fresh = [ni for ni in (sched.snapshot.get(n.name) for n in p.nodes) if ni is not None]
+        proposed = [(r.qpi.pod, r.node) for r in res.pods if r.node]
+        assignments.append(PodGroupAssignments(Placement(p.name, fresh), proposed))
     totals, s = fwk.run_placement_score_plugins(group_state, info, assignments)
     if s is not None and not s.is_success():
         return GroupResult(s)
