@@ -51,7 +51,13 @@ from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import as_node, as_pod
 from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult, ScoreValues
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    PlacementScoreExtensions,
+    PreFilterResult,
+    ScoreValues,
+)
 from pyscheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
@@ -181,8 +187,8 @@ class Fit:
         pods = [p for p, _ in assignments.proposed]
         return placement_score(self.args.scoring_strategy.resources, pods, assignments.placement.nodes), None
 
-    def placement_score_extensions(self) -> None:
-        return None
+    def placement_score_extensions(self) -> PlacementScoreExtensions | None:
+        return None  # kube's Fit does not normalize placement scores
 
     # ------------------------------------------------------------------------------ PreFilter
 
