@@ -13,7 +13,7 @@ possible node. Registered from ``bench/scenarios.py`` (its last lines).
 
 from __future__ import annotations
 
-from bench.scenarios import HOST, ZONE, Scenario, node, pod, scenario
+from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, scenario
 from pyscheduler.testing.builders import PodBuilder, make_pod_group
 
 GANG_PLUGINS = ("GangScheduling",)
@@ -63,5 +63,14 @@ GANG_SCENARIOS: list[Scenario] = [
         [node("a1", "1", zone="a"), node("a2", "1", zone="a"), node("b1", "3", zone="b")],
         objects=[pod_group(min_count=3, topology_key=ZONE)],
         batch=[member(f"g{i}", "1").preferred_node_affinity(100, ZONE, ["a"]) for i in (1, 2, 3)],
+    ),
+    scenario(
+        "gang-topology-fuller-zone",
+        "both zones hold the gang: PlacementScore (NodeResourcesFit, MostAllocated) packs it into the fuller",
+        TOPOLOGY_PLUGINS,
+        [node("a1", "4", zone="a"), node("b1", "4", zone="b")],
+        existing=[bound(pod("e1", cpu="2"), "a1")],
+        objects=[pod_group(min_count=2, topology_key=ZONE)],
+        batch=[member("g1", "1"), member("g2", "1")],
     ),
 ]

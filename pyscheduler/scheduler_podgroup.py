@@ -314,8 +314,9 @@ def submit(
                 else:
                     unschedulable += 1
                 continue
-            msg = r.permit.message() if r.permit is not None else ""
-            sched.handle_failure(fwk, q, Status(Code.UNSCHEDULABLE, (msg,)), None, start)
+            # kube: Unschedulable(permit message) with errPodGroupUnschedulable, whose text leads
+            reasons = (POD_GROUP_UNSCHEDULABLE, *(r.permit.reasons if r.permit is not None else ()))
+            sched.handle_failure(fwk, q, Status(Code.UNSCHEDULABLE, reasons), None, start)
             unschedulable += 1
             continue
         assert r.status is not None

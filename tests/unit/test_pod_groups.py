@@ -13,7 +13,7 @@ GANG = "GenericWorkload=true,GangScheduling=true"
 ALL = GANG + ",TopologyAwareWorkloadScheduling=true"
 ZONE = "topology.kubernetes.io/zone"
 WAIT_MSG = (
-    "waiting for minCount pods from a gang to be scheduled, "
+    "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
     "one or more plugins asked to wait and no plugin rejected pod"
 )
 
