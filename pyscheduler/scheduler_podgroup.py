@@ -130,6 +130,9 @@ def schedule_pod_group(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         return
     log.debug("attempting to schedule pod group", pod_group=info.key, pods=len(kept))
     result = run_group_algorithm(sched, fwk, info, kept)
+    observe = getattr(sched.metrics, "pod_group_algorithm", None)
+    if callable(observe):
+        observe(sched.clock.now() - start)
     submit(sched, fwk, info, kept, result, start)
 
 
@@ -330,6 +333,12 @@ def submit(
         else:
             sched.handle_failure(fwk, q, r.status, None, start)
         unschedulable += 1
+    result_label = "scheduled"
+    if group_status is not None:
+        result_label = "error" if group_status.is_error() else "unschedulable"
+    observe = getattr(sched.metrics, "pod_group_attempt", None)
+    if callable(observe):
+        observe(result_label, fwk.profile_name, sched.clock.now() - start)
     if group_status is None:
         cond = ("True", "Scheduled", "")
         log.info(

@@ -50,6 +50,10 @@ def test_a_gang_that_fits_is_bound_whole() -> None:
     assert {k: v.node for k, v in r.items()} == {"default/p1": "n1", "default/p2": "n2", "default/p3": "n3"}
     cond = _condition(engine, "pg")
     assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Scheduled")
+    m = engine.app.metrics.registry
+    labels = {"result": "scheduled", "profile": engine.default_scheduler_name}
+    assert m.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) == 1.0
+    assert m.get_sample_value("scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 1.0
 
 
 def test_a_gang_that_cannot_fit_leaves_nothing_bound() -> None:
