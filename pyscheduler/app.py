@@ -231,7 +231,13 @@ class App:
         deadline = time.monotonic() + sync_timeout
         for r in self.reflectors:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
-                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
+                hint = ""
+                if r.name in POD_GROUP_KINDS:
+                    hint = (
+                        " (the GenericWorkload gate needs the API server to serve scheduling.k8s.io/v1alpha2: "
+                        "--runtime-config=scheduling.k8s.io/v1alpha2=true and the same feature gates)"
+                    )
+                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s{hint}")
         # The cache now holds the cluster's long-lived records: move them out of the collector's sight
         # and collect less often (the scheduling cycle allocates many short-lived objects).
         gc.collect()
@@ -332,8 +338,9 @@ class _PodHandler:
         elif a.is_ours(pod) and pod.phase not in TERMINAL_PHASES:
             a.cache.add_pod_group_member(pod)
             a.queue.add(pod)
-            if pod.scheduling_group and a.gang_scheduling:
-                # a new member may complete a gang waiting in PreEnqueue (kube does this for any pod)
+            if a.gang_scheduling:
+                # a new pod may complete a gang waiting in PreEnqueue (kube: any unscheduled pod's add is
+                # an event with the GangScheduling gate on)
                 a.move(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_update(self, old: Pod, new: Pod) -> None:
