@@ -99,13 +99,22 @@ def schedule_pod_group(sched: Scheduler, qpi: QueuedPodInfo) -> None:
         )
         return
     members = [qpi]
-    for other in state.unscheduled_pods():
+    # (kube walks a map here; a fixed order keeps in-process runs reproducible)
+    for other in sorted(state.unscheduled_pods(), key=lambda p: (p.creation_timestamp, p.name)):
         if other.uid == pod.uid:
             continue
         got = sched.queue.pop_specific(other.uid)
         if got is not None:
             members.append(got)
-    members.sort(key=lambda q: (-q.pod.priority, q.initial_attempt_timestamp or 0.0))
+    # kube's order: priority, then first attempt (ties: creation, then name)
+    members.sort(
+        key=lambda q: (
+            -q.pod.priority,
+            q.initial_attempt_timestamp or 0.0,
+            q.pod.creation_timestamp,
+            q.pod.name,
+        )
+    )
     names = {q.pod.scheduler_name for q in members}
     if len(names) > 1:
         a, b = sorted(names)[:2]
