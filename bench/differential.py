@@ -101,7 +101,23 @@ KINDS: dict[str, tuple[str, bool]] = {
     "CSINode": ("/apis/storage.k8s.io/v1/csinodes", False),
     "PodDisruptionBudget": ("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", True),
     "Service": ("/api/v1/namespaces/{ns}/services", True),
+    # scheduling.k8s.io alpha (workload-aware scheduling; the cluster serves it, see GANG_APISERVER_ARGS)
+    "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups", True),
 }
+# A scenario that creates a PodGroup runs both schedulers with these gates (bench/scenarios_gang.py); the
+# differential's API server always serves the alpha API they need.
+GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+GANG_APISERVER_ARGS = (
+    f"--feature-gates={GANG_FEATURE_GATES}",
+    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+)
+
+
+def feature_gates_for(sc: Scenario) -> str:
+    """The ``--feature-gates`` both schedulers run a scenario with ("" for kube 1.36's defaults)."""
+    return GANG_FEATURE_GATES if any(o.get("kind") == "PodGroup" for o in sc.objects) else ""
+
+
 # What the in-memory framework reads besides nodes and pods (pyscheduler.app.OBJECT_KINDS' paths).
 EVAL_KINDS: dict[str, str] = {
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
@@ -116,7 +132,7 @@ EVAL_KINDS: dict[str, str] = {
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
 }
-FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim")
+FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "PodGroup")
 
 
 class RunError(RuntimeError):
@@ -493,8 +509,9 @@ class KubeScheduler:
 
     label = "kube"
 
-    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
+    def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
         self.cluster = cluster
+        self.feature_gates = feature_gates
         self.dir = Path(tempfile.mkdtemp(prefix="kube-scheduler-", dir=workdir))
         self.config_path = self.dir / "config.yaml"
         self.config_path.write_text(json.dumps(_configuration(cluster.kubeconfig), indent=1))
@@ -511,6 +528,8 @@ class KubeScheduler:
             "--bind-address=127.0.0.1",
             f"--v={os.environ.get('DIFF_KUBE_V', '10')}",
         ]
+        if self.feature_gates:
+            argv.append(f"--feature-gates={self.feature_gates}")
         self.proc = _spawn(argv, self.log_path)
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
@@ -585,8 +604,11 @@ class PyScheduler:
 
     label = "py"
 
-    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
-        self.proc = SchedulerProcess(cluster.kubeconfig, _configuration(None), name="pyscheduler-diff")
+    def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
+        gates = (f"--feature-gates={feature_gates}",) if feature_gates else ()
+        self.proc = SchedulerProcess(
+            cluster.kubeconfig, _configuration(None), name="pyscheduler-diff", extra_args=gates
+        )
         self.dir = self.proc.dir
 
     def start(self, timeout: float = 60.0) -> None:
@@ -770,9 +792,13 @@ class ScenarioRunner:
         md = o.setdefault("metadata", {})
         md.pop("uid", None)
         kind = o.get("kind")
-        if kind in ("Pod", "PersistentVolumeClaim", "PodDisruptionBudget", "Service") and not md.get(
-            "namespace"
-        ):
+        if kind in (
+            "Pod",
+            "PersistentVolumeClaim",
+            "PodDisruptionBudget",
+            "Service",
+            "PodGroup",
+        ) and not md.get("namespace"):
             md["namespace"] = self.sc.namespace
         if kind == "PersistentVolume":
             ref = o.get("spec", {}).get("claimRef")
@@ -1158,7 +1184,10 @@ class Differential:
     def __init__(self, cluster: LocalCluster | None = None, keep_logs: bool = False) -> None:
         self._own = cluster is None
         self.cluster = cluster or LocalCluster(
-            with_kwok=True, with_controller_manager=False, name="differential"
+            with_kwok=True,
+            with_controller_manager=False,
+            name="differential",
+            apiserver_args=GANG_APISERVER_ARGS,
         )
         self.keep_logs = keep_logs
         self.workdir = Path(tempfile.mkdtemp(prefix="differential-"))
@@ -1222,7 +1251,7 @@ class Differential:
                 self.pv_controller.start()
             passes: list[Pass] = []
             for cls in (KubeScheduler, PyScheduler):
-                sched = cls(self.cluster, self.workdir)
+                sched = cls(self.cluster, self.workdir, feature_gates_for(sc))
                 try:
                     passes.append(runner.run_pass(sched, passes[0] if passes else None))
                 except Exception as e:

@@ -1733,3 +1733,7 @@ def _check() -> None:
 
 
 _check()
+
+from bench.scenarios_gang import GANG_SCENARIOS  # noqa: E402 (the gang scenarios use the helpers above)
+
+SCENARIOS.extend(GANG_SCENARIOS)

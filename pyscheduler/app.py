@@ -35,6 +35,7 @@ from pyscheduler.backend.claims import ClaimTracker
 from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.queue import SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
+from pyscheduler.config import feature_gates
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
@@ -88,16 +89,25 @@ DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
 }
 
 
+# Workload-aware scheduling (GenericWorkload gate): PodGroups are watched, into the object store, only
+# with the gate on (their API is alpha and off in most clusters). kube-scheduler reads no Workloads.
+POD_GROUP_KINDS: dict[str, tuple[str, Resource | None]] = {
+    "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2/podgroups", Resource.POD_GROUP),
+}
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD, "UnscheduledPodAdd")
+
+
 # ------------------------------------------------------------------------------------------ writers
 
 
 class ApiStatusWriter:
     """Pod status updates (PodScheduled condition, nominatedNodeName) through the async writer."""
 
-    def __init__(self, api: Any, writer: Any, clock: Clock) -> None:
+    def __init__(self, api: Any, writer: Any, clock: Clock, objects: ObjectStore | None = None) -> None:
         self.api = api
         self.writer = writer
         self.clock = clock
+        self.objects = objects
 
     def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
         if pod.scheduled_condition == (status, reason, message):
@@ -113,6 +123,37 @@ class ApiStatusWriter:
 
     def nominated_node(self, pod: Pod, node_name: str) -> None:
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
+
+    def pod_group_condition(
+        self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
+    ) -> None:
+        """Set a PodGroup status condition as kube does after a pod group cycle: never from True back
+        to False, unchanged conditions not written, lastTransitionTime kept while the status stays."""
+        pg = self.objects.get("PodGroup", namespace, name) if self.objects is not None else None
+        if pg is None:
+            log.warning("PodGroup not found for its status update", pod_group=f"{namespace}/{name}")
+            return
+        generation = int((pg.get("metadata") or {}).get("generation") or 0)
+        conds = (pg.get("status") or {}).get("conditions") or []
+        existing = next((c for c in conds if c.get("type") == type_), None)
+        if existing is not None and existing.get("status") == "True" and status != "True":
+            return
+        now = rfc3339(self.clock.wall())
+        cond = {
+            "type": type_,
+            "status": status,
+            "observedGeneration": generation,
+            "lastTransitionTime": now,
+            "reason": reason,
+            "message": message,
+        }
+        if existing is not None:
+            if existing.get("status") == status:
+                cond["lastTransitionTime"] = existing.get("lastTransitionTime") or now
+            same = ("status", "reason", "message", "observedGeneration")
+            if all(existing.get(k) == cond[k] for k in same):
+                return
+        self.writer.submit(self.api.patch_pod_group_status, namespace, name, cond)
 
 
 # ------------------------------------------------------------------------------------------ assembly
@@ -138,6 +179,11 @@ class App:
     scheduling: threading.Event = field(default_factory=threading.Event)
     malformed: dict[str, str] = field(default_factory=dict)
     claims: ClaimTracker = field(default_factory=ClaimTracker)
+    gang_scheduling: bool = False  # the GangScheduling gate: an unscheduled pod's arrival is an event
+
+    @property
+    def pod_groups_enabled(self) -> bool:
+        return self.cache.pod_groups_enabled
 
     @property
     def dra_enabled(self) -> bool:
@@ -162,6 +208,8 @@ class App:
         )
         self.reflectors = [nodes, pods]
         kinds = dict(OBJECT_KINDS)
+        if self.pod_groups_enabled:
+            kinds.update(POD_GROUP_KINDS)
         if self.dra_enabled:
             kinds.update(DRA_OBJECT_KINDS)
             self.reflectors.append(
@@ -183,7 +231,13 @@ class App:
         deadline = time.monotonic() + sync_timeout
         for r in self.reflectors:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
-                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
+                hint = ""
+                if r.name in POD_GROUP_KINDS:
+                    hint = (
+                        " (the GenericWorkload gate needs the API server to serve scheduling.k8s.io/v1alpha2: "
+                        "--runtime-config=scheduling.k8s.io/v1alpha2=true and the same feature gates)"
+                    )
+                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s{hint}")
         # The cache now holds the cluster's long-lived records: move them out of the collector's sight
         # and collect less often (the scheduling cycle allocates many short-lived objects).
         gc.collect()
@@ -284,7 +338,12 @@ class _PodHandler:
             a.cache.add_pod(pod)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, pod)
         elif a.is_ours(pod) and pod.phase not in TERMINAL_PHASES:
+            a.cache.add_pod_group_member(pod)
             a.queue.add(pod)
+            if a.gang_scheduling:
+                # a new pod may complete a gang waiting in PreEnqueue (kube: any unscheduled pod's add is
+                # an event with the GangScheduling gate on)
+                a.move(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_update(self, old: Pod, new: Pod) -> None:
         a = self.app
@@ -304,8 +363,10 @@ class _PodHandler:
             a.cache.add_pod(new)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, new)
         elif a.is_ours(new):
+            a.cache.update_pod_group_member(old, new)
             a.queue.update(old, new)
         elif a.is_ours(old):
+            a.cache.remove_pod_group_member(old)
             a.queue.delete(old)
 
     def on_delete(self, pod: Pod) -> None:
@@ -318,6 +379,7 @@ class _PodHandler:
             a.cache.remove_pod(pod)
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"), pod, None)
         elif a.is_ours(pod):
+            a.cache.remove_pod_group_member(pod)
             a.queue.delete(pod)
 
 
@@ -440,7 +502,7 @@ def build_frameworks(
         instances = {n: registry[n].new(_plugin_args(profile, n, extender_ignored), ph) for n in names}
         pp = ProfilePlugins(
             points={k: tuple(v) for k, v in profile.plugins.as_dict().items() if v},
-            weights=dict(profile.plugins.score_weights),
+            weights={**profile.plugins.placement_score_weights, **profile.plugins.score_weights},
         )
         frameworks[profile.scheduler_name] = Framework(
             profile.scheduler_name,
@@ -483,11 +545,19 @@ def build_app(
         from pyscheduler.client.writer import AsyncWriter
 
         writer = AsyncWriter(api)
-    status_writer = ApiStatusWriter(api, writer, clock)
     snapshot = Snapshot()
     objects = ObjectStore()
+    status_writer = ApiStatusWriter(api, writer, clock, objects)
     waiting = WaitingPods()
     claims = ClaimTracker()
+    gates = feature_gates.current()
+    cache = Cache(pod_groups=gates.enabled(feature_gates.GENERIC_WORKLOAD))
+    queue_ref: list[SchedulingQueue] = []
+
+    def activate_pods(pods: Any) -> None:
+        if queue_ref:
+            queue_ref[0].activate([p.uid for p in pods])
+
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=objects,
@@ -500,6 +570,9 @@ def build_app(
             "status_writer": status_writer,
             "metrics": metrics,
             "claims": claims,
+            "pod_group_states": cache.pod_group_states,
+            "feature_gates": gates.as_mapping(),  # plugins read gates as name -> bool
+            "activate_pods": activate_pods,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),
         },
@@ -527,8 +600,12 @@ def build_app(
         max_backoff=float(config.pod_max_backoff_seconds),
         on_incoming=metrics.incoming,
         sort_key=first.queue_sort_key,
+        # kube's SchedulerPopFromBackoffQ (beta, on). Not with GangScheduling (alpha) for now: a gang
+        # that cannot fit re-activates its members at Permit, and popping them straight back out of
+        # backoffQ turns its retries into a busy loop (tests/unit/test_pod_groups.py).
+        pop_from_backoff=gates.enabled("SchedulerPopFromBackoffQ")
+        and not gates.enabled(feature_gates.GANG_SCHEDULING),
     )
-    cache = Cache()
 
     # DefaultPreemption's async preemption: a preemptor is let through PreEnqueue once its last victim
     # is gone or terminating (read from the cache), and is activated again if its preemption failed.
@@ -538,6 +615,7 @@ def build_app(
     preemption_hooks: dict[str, Any] = {"assigned_pod": cache.get_pod, "activate": activate}
     handle.nominator = queue
     handle.extra.update(preemption_hooks)
+    queue_ref.append(queue)
     for fwk in frameworks.values():
         fwk.handle.nominator = queue
         fwk.handle.extra.update(preemption_hooks)
@@ -555,6 +633,7 @@ def build_app(
         can_bind=can_bind,
         rng=rng,
     )
+    sched.pod_groups = cache.pod_groups_enabled
     return App(
         scheduler=sched,
         queue=queue,
@@ -568,4 +647,5 @@ def build_app(
         clock=clock,
         waiting_pods=waiting,
         claims=claims,
+        gang_scheduling=gates.enabled(feature_gates.GANG_SCHEDULING),
     )

@@ -110,6 +110,19 @@ def load_config_or_exit(path: str | None, registry: Any) -> Any:
         raise SystemExit(2) from e
 
 
+def feature_gates_or_exit(text: str) -> Any:
+    """Validate ``--feature-gates`` and make it the process's gates; a bad value exits 2, naming it."""
+    from pyscheduler.config import feature_gates
+
+    try:
+        gates = feature_gates.parse(text or "")
+    except feature_gates.FeatureGateError as e:
+        print(f"pyscheduler: invalid --feature-gates {text!r}: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+    feature_gates.set_current(gates)
+    return gates
+
+
 # ----------------------------------------------------------------------------------------- run
 
 
@@ -120,6 +133,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import structlog
 
     log = structlog.get_logger("pyscheduler")
+    gates = feature_gates_or_exit(args.feature_gates)
+    if gates.explicit:
+        log.info("feature gates", feature_gates=gates.describe())
     registry = _registry()
     config = load_config_or_exit(config_path(args.config)[0], registry)
     for warning in config.warnings:
@@ -430,6 +446,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="log a warning (at most once a minute per plugin and extension point) when one plugin call "
         "takes this long or longer (default 100ms; kube-scheduler has no such setting)",
+    )
+    r.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler's feature gates, e.g. GenericWorkload=true,GangScheduling=true (kube 1.36 "
+        "defaults otherwise; an unknown or locked gate stops the start, see docs/feature-gates.md)",
     )
     r.set_defaults(fn=cmd_run)
     _add_reload_flag(r)

@@ -44,6 +44,7 @@ import numpy as np
 from pyscheduler.app import (
     DRA_OBJECT_KINDS,
     OBJECT_KINDS,
+    POD_GROUP_KINDS,
     App,
     _ClaimHandler,
     _NodeHandler,
@@ -159,6 +160,9 @@ class _EngineApi:
 
     def patch(self, kind: str, namespace: str, name: str, body: JSON) -> None:
         self.engine._patch(kind, namespace, name, body)
+
+    def patch_pod_group_status(self, namespace: str, name: str, condition: JSON) -> None:
+        self.engine._patch("PodGroup", namespace, name, {"status": {"conditions": [dict(condition)]}})
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"the in-process engine has no API call {name!r}")
@@ -293,15 +297,23 @@ class Engine:
             for o in objects:
                 d = _as_json(o)
                 items.append((str(d.get("kind", "")), d))
-        known = {**OBJECT_KINDS, **DRA_OBJECT_KINDS}
+        kinds = self._kinds()
         for kind, d in items:
             if kind == "ResourceClaim":
                 _ClaimHandler(self.app).on_add(ResourceClaim.from_dict(d))
                 continue
-            if kind not in known:
-                names = ", ".join(sorted([*known, "ResourceClaim"]))
+            if kind not in kinds:
+                names = ", ".join(sorted([*kinds, "ResourceClaim"]))
                 raise ValueError(f"unknown object kind {kind!r}; known: {names}")
-            _ObjectHandler(self.app, kind, known[kind][1]).on_add(d)
+            _ObjectHandler(self.app, kind, kinds[kind][1]).on_add(d)
+
+    def _kinds(self) -> dict[str, Any]:
+        """The kinds the daemon would watch: DRA's, and PodGroups with the GenericWorkload gate on."""
+        return {
+            **OBJECT_KINDS,
+            **DRA_OBJECT_KINDS,
+            **(POD_GROUP_KINDS if self.app.pod_groups_enabled else {}),
+        }
 
     def add_pods(self, pods: Iterable[Any], *, deep_copy: bool = True) -> list[str]:
         """Pods: bound ones (``spec.nodeName``) go to the cache, pending ones to the queue. A pod without
@@ -488,11 +500,12 @@ class Engine:
     def _patch(self, kind: str, namespace: str, name: str, body: JSON) -> None:
         """A merge patch to a stored object (VolumeBinding's PV/PVC binding), seen back as a watch update."""
         existing = self.app.objects.get(kind, namespace, name)
-        if existing is None or kind not in OBJECT_KINDS:
+        kinds = self._kinds()
+        if existing is None or kind not in kinds:
             return
         merged = copy.deepcopy(dict(existing))
         _merge(merged, body)
-        _ObjectHandler(self.app, kind, OBJECT_KINDS[kind][1]).on_update(dict(existing), merged)
+        _ObjectHandler(self.app, kind, kinds[kind][1]).on_update(dict(existing), merged)
 
 
 def _merge(dst: JSON, patch: Mapping[str, Any]) -> None:

@@ -39,6 +39,27 @@ class SchedulerMetrics:
             buckets=_exp_buckets(0.001, 2, 15),
             registry=r,
         )
+        # pod groups (GenericWorkload): kube's names, alpha
+        self.pod_group_schedule_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could "
+            "not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.pod_group_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.pod_group_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
         self.pending_pods = Gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
@@ -138,6 +159,13 @@ class SchedulerMetrics:
         self.sli_duration.labels(str(attempts)).observe(sli_seconds)
 
     # queue observer
+    def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.pod_group_schedule_attempts.labels(result, profile).inc()
+        self.pod_group_attempt_duration.labels(result, profile).observe(seconds)
+
+    def pod_group_algorithm(self, seconds: float) -> None:
+        self.pod_group_algorithm_duration.observe(seconds)
+
     def incoming(self, queue: str, event: str) -> None:
         self.queue_incoming_pods.labels(queue, event).inc()
 

@@ -153,6 +153,10 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.can_bind = can_bind
         self.next_start_node_index = 0
+        # the node names a pod group cycle is trying (kube's AssumePlacement); None: all nodes
+        self.placement: frozenset[str] | None = None
+        # pods with spec.schedulingGroup are scheduled a group at a time (GenericWorkload)
+        self.pod_groups = False
         self._binders = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._inflight_binds = 0
         self._inflight_lock = threading.Condition()
@@ -194,6 +198,11 @@ class Scheduler:
         if fwk is None:  # a profile was removed? never schedule foreign pods
             self.queue.done(pod.uid)
             return True
+        if self.pod_groups and pod.scheduling_group:
+            from pyscheduler.scheduler_podgroup import schedule_pod_group
+
+            schedule_pod_group(self, qpi)
+            return True
         if pod.deleting or self.cache.is_assumed(pod.uid):
             self.queue.done(pod.uid)
             return True
@@ -230,15 +239,29 @@ class Scheduler:
         if s is not None and s.is_wait():
             # Plugins like Coscheduling expect the waiting pod's siblings to be tried next.
             pass
+        self.submit_binding(fwk, state, qpi, assumed, result, start)
+        return True
+
+    def submit_binding(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        """Run the binding cycle of an assumed, reserved and permitted pod off the scheduling thread."""
         with self._inflight_lock:
             self._inflight_binds += 1
         self._binders.submit(self._binding_cycle, fwk, state, qpi, assumed, result, start)
-        return True
 
     # ------------------------------------------------------------------------------------ cycle
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
         self.cache.update_snapshot(self.snapshot)
         all_nodes: Sequence[NodeInfo] = self.snapshot.list()
+        if self.placement is not None:  # a pod group cycle trying one placement: only its nodes
+            all_nodes = [ni for ni in all_nodes if ni.name in self.placement]
         if not all_nodes:
             raise FitError(pod, 0, Diagnosis(pre_filter_msg=NO_NODES_MSG))
         feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, all_nodes)
@@ -271,6 +294,8 @@ class Scheduler:
         # A pod nominated by an earlier preemption tries its nominated node first.
         if pod.nominated_node_name:
             ni = self.snapshot.get(pod.nominated_node_name)
+            if self.placement is not None and pod.nominated_node_name not in self.placement:
+                ni = None
             if ni is not None and (
                 pre_res is None or pre_res.all_nodes() or ni.name in (pre_res.node_names or ())
             ):
@@ -580,13 +605,22 @@ class Scheduler:
     def _on_fit_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, start: float
     ) -> None:
+        nominated = self.run_post_filter(fwk, state, qpi.pod, fe)
+        qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
+        st = Status(Code.UNSCHEDULABLE, (fe.message(),))
+        self.handle_failure(fwk, qpi, st, nominated, start, fit_error=True)
+
+    def run_post_filter(self, fwk: Framework, state: CycleState, pod: Pod, fe: FitError) -> str | None:
+        """PostFilter (preemption) for a pod no node fits; its message joins ``fe``. Returns the node
+        the pod is nominated to, if any."""
         nominated = None
-        pod = qpi.pod
         if fwk.has_post_filter_plugins() and fe.num_all_nodes > 0:
             statuses = dict(fe.diagnosis.node_to_status)
             if fe.diagnosis.absent_nodes_status is not None:
                 for ni in self.snapshot.list():
-                    statuses.setdefault(ni.name, fe.diagnosis.absent_nodes_status)
+                    if self.placement is None or ni.name in self.placement:
+                        statuses.setdefault(ni.name, fe.diagnosis.absent_nodes_status)
             result, s = fwk.run_post_filter_plugins(state, pod, statuses)
             if s.code == Code.ERROR:
                 log.warning("postfilter error", pod=pod.key, error=s.message())
@@ -597,10 +631,7 @@ class Scheduler:
             elif result is not None and result.mode == "clear" and pod.nominated_node_name:
                 self.queue.delete_nominated_pod_if_exists(pod)
                 self.status_writer.nominated_node(pod, "")
-        qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
-        qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
-        st = Status(Code.UNSCHEDULABLE, (fe.message(),))
-        self.handle_failure(fwk, qpi, st, nominated, start, fit_error=True)
+        return nominated
 
     def handle_failure(
         self,

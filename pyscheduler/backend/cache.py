@@ -52,6 +52,14 @@ O(1) however many nodes have the image. Unlike kube, whose per-node ``num_nodes`
 nodes that were not re-cloned, every snapshot NodeInfo carries the current count. (Summaries are
 frozen to plugins; only ``update_snapshot`` rewrites their count, between cycles.)
 
+Pod groups (GenericWorkload)
+----------------------------
+With ``pod_groups=True`` the cache also keeps a ``PodGroupState`` per PodGroup (kube's podGroupStates):
+every pod with ``spec.schedulingGroup`` it hears of is a member, unscheduled ones through
+``add_pod_group_member`` (the app calls it when our pending pod arrives), assumed and assigned ones
+through assume/add; forgetting an assumed member makes it unscheduled again, removing it drops it, and a
+group whose last member goes is dropped. ``pod_group_states`` is the plugins' read-only view (copies).
+
 Thread safety: one lock guards everything; ``update_snapshot`` holds it while copying.
 """
 
@@ -63,6 +71,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from pyscheduler.backend.snapshot import NodeTree, Snapshot
+from pyscheduler.framework.podgroup import PodGroupState, state_not_found
 from pyscheduler.framework.types import ImageStateSummary, Node, NodeInfo, Pod, next_generation
 
 __all__ = ["Cache", "CacheDump", "CacheError"]
@@ -124,7 +133,9 @@ class CacheDump:
 class Cache:
     """Nodes and assigned/assumed pods, thread-safe. See the module docstring for the state machines."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pod_groups: bool = False) -> None:
+        self.pod_groups_enabled = pod_groups
+        self._groups: dict[tuple[str, str], PodGroupState] = {}
         self._lock = threading.Lock()
         self._nodes: OrderedDict[str, NodeInfo] = OrderedDict()  # last = most recently changed
         self._tree = NodeTree()
@@ -248,7 +259,7 @@ class Cache:
                     pod.node_name,
                     st.node_name,
                 )
-            self._remove_pod(st)
+            self._remove_pod(st, forget=True)
             return True
 
     def add_pod(self, pod: Pod) -> None:
@@ -322,8 +333,15 @@ class Cache:
         self._pods[pod.uid] = st
         if assumed:
             self._assumed.add(pod.uid)
+        if self.pod_groups_enabled and pod.scheduling_group:
+            if assumed:
+                g = self._groups.get((pod.namespace, pod.scheduling_group))
+                if g is not None:
+                    g.assume_pod(pod)
+            else:
+                self._add_member(pod)
 
-    def _remove_pod(self, st: _PodState) -> None:
+    def _remove_pod(self, st: _PodState, forget: bool = False) -> None:
         name = st.node_name
         info = self._nodes.get(name)
         if info is not None:
@@ -334,6 +352,71 @@ class Cache:
                 self._touch(name)
         self._pods.pop(st.pod.uid, None)
         self._assumed.discard(st.pod.uid)
+        pod = st.pod
+        if self.pod_groups_enabled and pod.scheduling_group:
+            key = (pod.namespace, pod.scheduling_group)
+            g = self._groups.get(key)
+            if g is not None:
+                if forget:
+                    g.forget_pod(pod.uid)
+                else:
+                    g.delete_pod(pod.uid)
+                    if g.empty():
+                        del self._groups[key]
+
+    # -- pod groups (lock held) ----------------------------------------------------------
+
+    def _add_member(self, pod: Pod) -> None:
+        key = (pod.namespace, pod.scheduling_group)
+        g = self._groups.get(key)
+        if g is None:
+            g = self._groups[key] = PodGroupState()
+        g.add_pod(pod)
+
+    # ============================================================================ pod groups
+
+    def add_pod_group_member(self, pod: Pod) -> None:
+        """A pending pod of a pod group arrived (kube's AddPodGroupMember)."""
+        if not (self.pod_groups_enabled and pod.scheduling_group):
+            return
+        with self._lock:
+            self._add_member(pod)
+
+    def update_pod_group_member(self, old: Pod | None, new: Pod) -> None:
+        if not (self.pod_groups_enabled and new.scheduling_group):
+            return
+        with self._lock:
+            g = self._groups.get((new.namespace, new.scheduling_group))
+            if g is None:
+                log.warning("pod group state of %s not found on update; adding it", new.key)
+                self._add_member(new)
+                return
+            g.update_pod(old, new)
+
+    def remove_pod_group_member(self, pod: Pod) -> None:
+        """A pending member was deleted (kube's RemovePodGroupMember)."""
+        if not (self.pod_groups_enabled and pod.scheduling_group):
+            return
+        with self._lock:
+            key = (pod.namespace, pod.scheduling_group)
+            g = self._groups.get(key)
+            if g is None:
+                return
+            g.delete_pod(pod.uid)
+            if g.empty():
+                del self._groups[key]
+
+    @property
+    def pod_group_states(self) -> _PodGroupStates:
+        return _PodGroupStates(self)
+
+    def pod_group_state(self, namespace: str, name: str) -> PodGroupState:
+        """A copy of the group's state; raises PodGroupStateNotFound (kube's message) if unknown."""
+        with self._lock:
+            g = self._groups.get((namespace, name))
+            if g is None:
+                raise state_not_found(namespace, name)
+            return g.copy()
 
     def _replace_pod(self, st: _PodState, pod: Pod) -> None:
         """Swap the cached version for ``pod`` (now confirmed: not assumed)."""
@@ -485,3 +568,15 @@ class Cache:
     def __repr__(self) -> str:
         with self._lock:
             return f"Cache(nodes={len(self._nodes)}, pods={len(self._pods)}, assumed={len(self._assumed)})"
+
+
+class _PodGroupStates:
+    """The cache's pod group states as plugins read them (the ``PodGroupStates`` protocol)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: Cache) -> None:
+        self._cache = cache
+
+    def get(self, namespace: str, name: str) -> PodGroupState:
+        return self._cache.pod_group_state(namespace, name)

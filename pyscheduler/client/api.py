@@ -103,6 +103,9 @@ KINDS: Final[dict[str, tuple[str, str, bool]]] = {
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    # workload-aware scheduling (alpha API, GenericWorkload)
+    "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2", "podgroups", True),
+    "Workload": ("/apis/scheduling.k8s.io/v1alpha2", "workloads", True),
 }
 
 
@@ -334,6 +337,18 @@ class Api(Transport):
             return None
         return self.patch(
             "Pod", namespace, name, {"status": status}, subresource="status", patch_type="strategic"
+        )
+
+    def patch_pod_group_status(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON:
+        """Strategic-merge patch of a PodGroup's status (scheduling.k8s.io/v1alpha2): merge one condition
+        by ``type`` (the pod group cycle's PodGroupScheduled)."""
+        return self.patch(
+            "PodGroup",
+            namespace,
+            name,
+            {"status": {"conditions": [dict(condition)]}},
+            subresource="status",
+            patch_type="strategic",
         )
 
     def add_pod_condition(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON | None:

@@ -26,6 +26,10 @@ PodTopologySpread (2), InterPodAffinity (2), [DynamicResources], DefaultPreempti
 NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, NodeDeclaredFeatures (appended
 when its gate is on, as it is by default in 1.36). DynamicResources (GA in 1.34) is left out:
 pyscheduler does not implement DRA. A default the registry lacks is skipped with a warning.
+
+Alpha gates (``--feature-gates``, see ``config/feature_gates.py``) append as kube's ``applyFeatureGates``
+does: GangScheduling when ``GangScheduling`` is on; TopologyPlacementGenerator, then PodGroupPodsCount
+(1), when ``TopologyAwareWorkloadScheduling`` is on.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from pyscheduler.config import feature_gates
 from pyscheduler.config.types import (
     EXTENSION_POINTS,
     MULTI_POINT,
@@ -90,13 +95,25 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
 
 # kube in-tree plugins pyscheduler does not implement. Disabling one is a no-op; enabling one is an error;
 # a pluginConfig entry for one is ignored with a warning (so a kube config that tunes it still loads).
-NOT_IMPLEMENTED: frozenset[str] = frozenset({"DynamicResources", "GangScheduling"})
+NOT_IMPLEMENTED: frozenset[str] = frozenset({"DynamicResources"})
+
+# Appended to the defaults when their feature gate is on (kube's applyGangScheduling and
+# applyTopologyAwareWorkloadScheduling), in this order.
+GATED_MULTI_POINT: tuple[tuple[str, PluginRef], ...] = (
+    (feature_gates.GANG_SCHEDULING, PluginRef("GangScheduling")),
+    (feature_gates.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, PluginRef("TopologyPlacementGenerator")),
+    (feature_gates.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, PluginRef("PodGroupPodsCount", 1)),
+)
 
 # Plugins removed from the v1 API (kube validation's invalidPluginsByVersion).
 REMOVED_PLUGINS: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 
 # Every kube in-tree plugin name (1.36), implemented here or not.
-KUBE_IN_TREE_PLUGINS: frozenset[str] = frozenset(p.name for p in DEFAULT_MULTI_POINT) | NOT_IMPLEMENTED
+KUBE_IN_TREE_PLUGINS: frozenset[str] = (
+    frozenset(p.name for p in DEFAULT_MULTI_POINT)
+    | frozenset(ref.name for _, ref in GATED_MULTI_POINT)
+    | NOT_IMPLEMENTED
+)
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
@@ -111,14 +128,19 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
     return " (did you mean " + " or ".join(f'"{m}"' for m in matches) + "?)"
 
 
-def default_plugins(available: Collection[str] | None = None) -> tuple[dict[str, PluginSetSpec], list[str]]:
-    """The default plugin sets (only ``multiPoint``), keeping defaults in ``available`` (all if None).
+def default_plugins(
+    available: Collection[str] | None = None, gates: feature_gates.FeatureGates | None = None
+) -> tuple[dict[str, PluginSetSpec], list[str]]:
+    """The default plugin sets (only ``multiPoint``), keeping defaults in ``available`` (all if None);
+    ``gates`` (default: the process's, ``feature_gates.current()``) add the gated plugins.
 
     Returns the sets and a warning for each default the registry lacks.
     """
+    gates = gates or feature_gates.current()
     warnings: list[str] = []
     refs: list[PluginRef] = []
-    for ref in DEFAULT_MULTI_POINT:
+    gated = [ref for gate, ref in GATED_MULTI_POINT if gates.enabled(gate)]
+    for ref in (*DEFAULT_MULTI_POINT, *gated):
         if available is not None and ref.name not in available:
             warnings.append(f"default plugin {ref.name} is not registered; it is left out of every profile")
             continue
@@ -250,6 +272,12 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
     for ref in (*plugins.get("score", PluginSetSpec()).enabled, *multi.enabled):
         if ref.name in score_set and ref.name not in weights:
             weights[ref.name] = ref.weight or 1
+    # placementScore plugins are weighted the same way (kube's placementScorePluginWeight)
+    placement_weights: dict[str, int] = {}
+    placement_set = set(lists["placementScore"])
+    for ref in (*plugins.get("placementScore", PluginSetSpec()).enabled, *multi.enabled):
+        if ref.name in placement_set and ref.name not in placement_weights:
+            placement_weights[ref.name] = ref.weight or 1
 
     instantiated: list[str] = []
     for point in (*EXTENSION_POINTS, MULTI_POINT):
@@ -259,7 +287,10 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
 
     kwargs: dict[str, tuple[str, ...]] = {POINT_FIELDS[p]: tuple(v) for p, v in lists.items()}
     return ResolvedPlugins(
-        **kwargs, score_weights={n: weights[n] for n in lists["score"]}, instantiated=tuple(instantiated)
+        **kwargs,
+        score_weights={n: weights[n] for n in lists["score"]},
+        placement_score_weights={n: placement_weights[n] for n in lists["placementScore"]},
+        instantiated=tuple(instantiated),
     )
 
 

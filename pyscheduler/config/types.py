@@ -53,7 +53,8 @@ class ResolvedPlugins:
     """A profile's plugins after merging with the defaults and expanding ``multiPoint``.
 
     Each extension point holds the names of the plugins that run there, in order. ``score_weights`` has
-    one entry per plugin in ``score`` (always >= 1). ``instantiated`` lists every plugin the framework
+    one entry per plugin in ``score`` (always >= 1), ``placement_score_weights`` one per plugin in
+    ``placementScore``. ``instantiated`` lists every plugin the framework
     must build (kube's "pluginsNeeded": enabled anywhere, multiPoint included), in first-seen order.
     """
 
@@ -69,11 +70,15 @@ class ResolvedPlugins:
     pre_bind: tuple[str, ...] = ()
     bind: tuple[str, ...] = ()
     post_bind: tuple[str, ...] = ()
+    placement_generate: tuple[str, ...] = ()
+    placement_score: tuple[str, ...] = ()
     score_weights: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    placement_score_weights: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     instantiated: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "score_weights", _frozen_map(self.score_weights))
+        object.__setattr__(self, "placement_score_weights", _frozen_map(self.placement_score_weights))
 
     def at(self, point: str) -> tuple[str, ...]:
         """The plugins at an extension point, by its camelCase (``"preFilter"``) or field name."""

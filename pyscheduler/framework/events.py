@@ -31,6 +31,8 @@ class Resource(enum.StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    # scheduling.k8s.io (workload-aware scheduling)
+    POD_GROUP = "PodGroup"
     WILDCARD = "*"
 
 

@@ -16,6 +16,8 @@ from pyscheduler.framework.interfaces import (
     BindPlugin,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -49,6 +51,9 @@ TABLE: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("preBind", "pre_bind", "pre_bind", PreBindPlugin),
     ExtensionPoint("bind", "bind", "bind", BindPlugin),
     ExtensionPoint("postBind", "post_bind", "post_bind", PostBindPlugin),
+    # the pod group scheduling cycle (TopologyAwareWorkloadScheduling); kube's Plugins lists them last
+    ExtensionPoint("placementGenerate", "placement_generate", "generate_placements", PlacementGeneratePlugin),
+    ExtensionPoint("placementScore", "placement_score", "score_placement", PlacementScorePlugin),
 )
 
 NAMES: tuple[str, ...] = tuple(p.name for p in TABLE)

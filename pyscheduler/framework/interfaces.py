@@ -14,6 +14,9 @@ Order of a scheduling cycle (the runtime in ``framework.runtime`` drives it):
     Permit (approve / reject / wait with a timeout)
     --- binding cycle, off the scheduling thread ---
     WaitOnPermit -> PreBind -> Bind (first non-Skip) -> PostBind
+
+A pod group (workload-aware scheduling, ``TopologyAwareWorkloadScheduling``) is first split into
+placements (PlacementGenerate), tried on each, and the feasible placements ranked (PlacementScore).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
@@ -221,6 +225,32 @@ class BindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PlacementGeneratePlugin(Plugin, Protocol):
+    def generate_placements(
+        self, state: CycleState, group: PodGroupInfo, parent: Placement
+    ) -> tuple[list[Placement] | None, Status | None]:
+        """The placements (node subsets of ``parent``) the whole group is tried on."""
+        ...
+
+
+class PlacementScoreExtensions(Protocol):
+    def normalize_placement_score(
+        self, state: CycleState, group: PodGroupInfo, scores: list[PlacementScore]
+    ) -> Status | None:
+        """Rewrite ``scores[i].score`` in place, to [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+        ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Plugin, Protocol):
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status | None]: ...
+
+    def placement_score_extensions(self) -> PlacementScoreExtensions | None: ...
 
 
 # -------------------------------------------------------------------------------- what plugins see

@@ -53,6 +53,8 @@ from pyscheduler.framework.interfaces import (
     FilterPlugin,
     NodeScore,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -68,6 +70,7 @@ from pyscheduler.framework.interfaces import (
     SnapshotLister,
 )
 from pyscheduler.framework.node_table import NodeBatch
+from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
@@ -107,6 +110,9 @@ DEFAULT_SLOW_PLUGIN_THRESHOLD = 0.1
 
 class Nominator(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
 
 
 @dataclass
@@ -326,7 +332,10 @@ class Framework:
         self.pre_bind_plugins: list[PreBindPlugin] = at("preBind")
         self.bind_plugins: list[BindPlugin] = at("bind")
         self.post_bind_plugins: list[PostBindPlugin] = at("postBind")
+        self.placement_generate_plugins: list[PlacementGeneratePlugin] = at("placementGenerate")
+        self.placement_score_plugins: list[PlacementScorePlugin] = at("placementScore")
         self.weights = {p.name: config.weights.get(p.name, 1) for p in self.score_plugins}
+        self.placement_weights = {p.name: config.weights.get(p.name, 1) for p in self.placement_score_plugins}
         # (plugin, its filter_nodes or None): batch Filter where the plugin offers it
         self._filter_batch = [(p, getattr(p, "filter_nodes", None)) for p in self.filter_plugins]
         # (plugin, its PreFilterExtensions): asked once, as kube's runtime does at start
@@ -776,6 +785,7 @@ class Framework:
         start = t = time.perf_counter()
         timeouts: dict[str, float] = {}
         status: Status | None = None
+        wait_status: Status | None = None
         for p in self.permit_plugins:
             try:
                 s, timeout = p.permit(state, pod, node_name)
@@ -788,6 +798,7 @@ class Framework:
                 continue
             if s.is_wait():
                 timeouts[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
+                wait_status = s
                 continue
             status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Permit", p.name, s)
             if status.is_rejected():
@@ -797,7 +808,9 @@ class Framework:
             break
         if status is None and timeouts:
             self.handle.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.handle.clock))
-            status = Status.wait(f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+            # kube 1.36: the last waiting plugin's status, with this reason appended
+            assert wait_status is not None
+            status = Status.wait(*wait_status.reasons, WAIT_REASON, plugin=wait_status.plugin or "")
         self._observe("Permit", status, start, t)
         return status
 
@@ -860,6 +873,67 @@ class Framework:
                 p.post_bind(state, pod, node_name)
             except Exception as e:
                 self._error(p.name, "PostBind", e)
+
+    # ---------------------------------------------------------------------------------- placements
+    def run_placement_generate_plugins(
+        self, state: CycleState, group: PodGroupInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Placement], Status | None]:
+        """kube's RunPlacementGeneratePlugins: the first PlacementGenerate plugin splits all nodes into
+        placements; without one, all nodes are the one placement."""
+        start = time.perf_counter()
+        parent = Placement("", nodes)
+        if not self.placement_generate_plugins:
+            return [parent], None
+        p = self.placement_generate_plugins[0]
+        status: Status | None = None
+        placements: list[Placement] = []
+        try:
+            got, s = p.generate_placements(state, group, parent)
+        except Exception as e:
+            status = self._error(p.name, "PlacementGenerate", e)
+        else:
+            if s is not None and not s.is_success():
+                status = s.with_plugin(p.name)
+            elif not got:
+                status = Status.unschedulable("no feasible placements found", plugin=p.name)
+            else:
+                placements = list(got)
+        self._took(p.name, "PlacementGenerate", start)
+        self._observe("PlacementGenerate", status, start)
+        return placements, status
+
+    def run_placement_score_plugins(
+        self, state: CycleState, group: PodGroupInfo, assignments: Sequence[PodGroupAssignments]
+    ) -> tuple[list[int], Status | None]:
+        """kube's RunPlacementScorePlugins: each plugin scores every placement, normalizes, and the
+        weighted sums are the placements' totals (in ``assignments`` order)."""
+        start = time.perf_counter()
+        totals = [0] * len(assignments)
+        for p in self.placement_score_plugins:
+            scores: list[PlacementScore] = []
+            try:
+                for a in assignments:
+                    v, s = p.score_placement(state, group, a)
+                    if s is not None and not s.is_success():
+                        msg = f'running PlacementScore plugins: plugin "{p.name}" failed with: {s.message()}'
+                        return [], Status.as_error(msg)
+                    scores.append(PlacementScore(a.placement, int(v)))
+                ext = p.placement_score_extensions()
+                if ext is not None:
+                    s = ext.normalize_placement_score(state, group, scores)
+                    if s is not None and not s.is_success():
+                        msg = (
+                            "running NormalizePlacementScore on PlacementScore plugins: "
+                            f'plugin "{p.name}" failed with: {s.message()}'
+                        )
+                        return [], Status.as_error(msg)
+            except Exception as e:
+                return [], self._error(p.name, "PlacementScore", e)
+            w = self.placement_weights.get(p.name, 1)
+            for i, sc in enumerate(scores):
+                totals[i] += sc.score * w
+        self._observe("PlacementScore", None, start)
+        return totals, None
 
     # ---------------------------------------------------------------------------------- misc
     def has_filter_plugins(self) -> bool:

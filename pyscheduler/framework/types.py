@@ -389,6 +389,9 @@ class Pod:
     pod_level_status_requests: Mapping[str, int] | None = field(default=None, compare=False)
     # reason of the PodResizePending condition ("Infeasible", "Deferred") or ""
     resize_pending_reason: str = field(default="", compare=False)
+    # spec.schedulingGroup.podGroupName (workload-aware scheduling, GenericWorkload): the PodGroup, in the
+    # pod's namespace, that the pod is scheduled with; "" when the pod is not in a group.
+    scheduling_group: str = ""
     # Derived at construction (see __post_init__); not compared.
     requests: Resource = field(default_factory=Resource, compare=False, init=False)
     # the non-zero requests NodeInfo counts (kube's PodInfo.CalculateResource Non0CPU/Non0Mem)
@@ -507,11 +510,23 @@ class Pod:
                 container_status_requests=_container_status_requests(status),
                 pod_level_status_requests=_pod_level_status_requests(status),
                 resize_pending_reason=resize_reason,
+                scheduling_group=_scheduling_group(spec.get("schedulingGroup")),
             )
         except MalformedObject:
             raise
         except (TypeError, ValueError, AttributeError, KeyError) as e:
             raise MalformedObject(str(e)) from e
+
+
+def _scheduling_group(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, Mapping):
+        raise MalformedObject(f"spec.schedulingGroup must be an object, got {value!r}")
+    name = value.get("podGroupName") or ""
+    if not isinstance(name, str):
+        raise MalformedObject(f"spec.schedulingGroup.podGroupName must be a string, got {name!r}")
+    return name
 
 
 _POD_SLOTS: tuple[str, ...] = Pod.__slots__

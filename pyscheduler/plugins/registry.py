@@ -35,6 +35,10 @@ IN_TREE_MODULES = (
     "image_locality",
     "default_binder",
     "node_declared_features",
+    # workload-aware scheduling: in the default profile only with their alpha feature gates on
+    "gang_scheduling",
+    "topology_placement",
+    "pod_group_pods_count",
 )
 
 # Example plugins shipped with pyscheduler: off by default, enabled by configuration.

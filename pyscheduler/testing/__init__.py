@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         make_node,
         make_node_info,
         make_pod,
+        make_pod_group,
     )
     from pyscheduler.testing.clock import FakeClock
 
@@ -57,6 +58,7 @@ __all__ = [
     "make_node",
     "make_node_info",
     "make_pod",
+    "make_pod_group",
     "schedule",
     "score_list",
     "snapshot_of",
@@ -71,6 +73,7 @@ _LAZY = {
     "make_node": "pyscheduler.testing.builders",
     "make_node_info": "pyscheduler.testing.builders",
     "make_pod": "pyscheduler.testing.builders",
+    "make_pod_group": "pyscheduler.testing.builders",
     "schedule": "pyscheduler.engine",
 }
 

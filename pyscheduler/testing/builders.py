@@ -303,6 +303,11 @@ class PodBuilder:
         self._spec.setdefault("schedulingGates", []).append({"name": name})
         return self
 
+    def group(self, pod_group: str) -> PodBuilder:
+        """``spec.schedulingGroup.podGroupName``: the pod belongs to this PodGroup (GenericWorkload)."""
+        self._spec["schedulingGroup"] = {"podGroupName": pod_group}
+        return self
+
     def host_network(self) -> PodBuilder:
         self._spec["hostNetwork"] = True
         return self
@@ -414,6 +419,26 @@ class NodeBuilder:
 
 def make_pod(name: str | None = None, namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
+
+
+def make_pod_group(
+    name: str,
+    namespace: str = "default",
+    *,
+    min_count: int | None = None,
+    topology_key: str = "",
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A scheduling.k8s.io/v1alpha2 PodGroup as JSON: a Gang policy with ``min_count`` (else Basic),
+    and a topology constraint on ``topology_key`` when given."""
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid is not None:
+        meta["uid"] = uid
+    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
 def make_node(name: str | None = None) -> NodeBuilder:

@@ -17,7 +17,7 @@ from bench.differential import main, parse_kube_scores, run_differential, write_
 from bench.scenarios import SCENARIOS, by_name
 from pyscheduler.plugins.registry import IN_TREE_MODULES
 
-SUBSET = ("fit-cpu", "taint-noschedule", "ipa-required-anti-affinity", "preempt-basic")
+SUBSET = ("fit-cpu", "taint-noschedule", "ipa-required-anti-affinity", "preempt-basic", "gang-none-fit")
 
 
 def test_scenarios_cover_every_default_plugin(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,6 +49,14 @@ def test_kube_scheduler_and_pyscheduler_agree_on_feasibility(tmp_path: Path) -> 
     p1 = next(p for p in report.all_pods() if p.scenario == "preempt-basic" and p.pod == "p1")
     assert p1.kube.victims == p1.py.victims == ["diff-preempt-basic/low"]
     assert p1.kube.node == p1.py.node == "n1"
+
+    # A gang that cannot fit (alpha gates on for both schedulers): nothing bound on either side, and the
+    # same words for each pod.
+    gang = [p for p in report.all_pods() if p.scenario == "gang-none-fit"]
+    assert len(gang) == 3 and not any(p.kube.bound or p.py.bound for p in gang)
+    assert all(p.message for p in gang), "\n".join(
+        f"{p.pod}: {p.kube.message} | {p.py.message}" for p in gang
+    )
 
     summary = report.summary_lines()
     assert (

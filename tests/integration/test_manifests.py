@@ -52,6 +52,7 @@ _FIXED = {
     "add_pod_condition": ("", "pods/status", "patch"),
     "delete_pod": ("", "pods", "delete"),
     "create_event": ("events.k8s.io", "events", "create"),
+    "patch_pod_group_status": ("scheduling.k8s.io", "podgroups/status", "patch"),
 }
 # bind is also a plugin's and an extender's method name: only on an API client it is the binding POST
 _CLIENT_BIND = ("", "pods/binding", "create")
@@ -140,7 +141,7 @@ def _api_call(node: Any, where: str, consts: dict[str, str]) -> tuple[str, str, 
 def watched_paths() -> list[str]:
     """Every kind the daemon lists and watches; the resource.k8s.io kinds when a profile enables
     DynamicResources (granted cluster-wide all the same: the role does not depend on the profile)."""
-    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS, POD_GROUP_KINDS
 
     return [
         "/api/v1/pods",
@@ -148,6 +149,7 @@ def watched_paths() -> list[str]:
         *(path for path, _ in OBJECT_KINDS.values()),
         DRA_CLAIMS_PATH,
         *(path for path, _ in DRA_OBJECT_KINDS.values()),
+        *(path for path, _ in POD_GROUP_KINDS.values()),  # with the GenericWorkload gate on
     ]
 
 
@@ -334,11 +336,12 @@ def test_explain_role_grants_exactly_what_explain_reads(rendered: list[Doc]) -> 
 
 
 def test_cluster_role_covers_every_kind_the_daemon_watches(rendered: list[Doc]) -> None:
-    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS, POD_GROUP_KINDS
 
     got = grants(find(rendered, "ClusterRole", "py-scheduler")["rules"])
     paths = ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
     paths += [DRA_CLAIMS_PATH, *(path for path, _ in DRA_OBJECT_KINDS.values())]
+    paths += [path for path, _ in POD_GROUP_KINDS.values()]
     for path in paths:
         parts = path.strip("/").split("/")
         group, resource = ("", parts[2]) if parts[0] == "api" else (parts[1], parts[3])
@@ -369,6 +372,12 @@ def test_cluster_role_is_within_kube_schedulers_own_roles(cluster: LocalCluster,
     for name in ("system:kube-scheduler", "system:volume-scheduler"):
         role = cluster.api("GET", f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}")
         upstream |= grants([r for r in role["rules"] if not r.get("resourceNames")])
+    # kube adds these to system:kube-scheduler only when the API server runs with the GenericWorkload
+    # gate (bootstrappolicy/policy.go: podgroups get/list/watch, podgroups/status patch/update); this
+    # cluster's may not, and our role grants them whatever the gate (as for DynamicResources' kinds).
+    sg = "scheduling.k8s.io"
+    upstream |= {(sg, "podgroups", v) for v in ("get", "list", "watch")}
+    upstream |= {(sg, "podgroups/status", v) for v in ("patch", "update")}
     ours = grants(find(rendered, "ClusterRole", "py-scheduler")["rules"])
     assert ours - upstream == set(), "granted beyond kube-scheduler's bootstrap roles"
 

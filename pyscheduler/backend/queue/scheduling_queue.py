@@ -294,16 +294,40 @@ class SchedulingQueue:
                 if uid in self._in_flight:  # tracked twice: a bug; drop this copy (as kube does)
                     log.error("pod %s popped while already in flight; discarding it", qpi.pod.key)
                     continue
-                qpi.attempts += 1
-                if qpi.initial_attempt_timestamp is None:
-                    qpi.initial_attempt_timestamp = self._clock.now()
-                qpi.unschedulable_plugins.clear()
-                qpi.pending_plugins.clear()
-                qpi.gated = False
-                qpi.gating_plugin = ""
-                self._in_flight[uid] = InFlight(qpi, self._events_base + len(self._events))
-                self._cycle += 1
+                self._start_in_flight(qpi)
                 return qpi
+
+    def _start_in_flight(self, qpi: QueuedPodInfo) -> None:
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock.now()
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        qpi.gated = False
+        qpi.gating_plugin = ""
+        self._in_flight[qpi.uid] = InFlight(qpi, self._events_base + len(self._events))
+        self._cycle += 1
+
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """kube's PopSpecificPod (a pod group's other pending members join its cycle): activate the pod
+        (through PreEnqueue), then take it out of activeQ, now in flight. None if it is unknown, in
+        flight already, or PreEnqueue keeps it gated."""
+        with self._lock:
+            if uid in self._in_flight:
+                return None
+            if self._active.get(uid) is None:
+                entry = self._backoff.remove(uid)
+                qpi: QueuedPodInfo | None = entry.qpi if entry is not None else None
+                if qpi is None:
+                    qpi = self._unschedulable.get(uid) or self._gated.get(uid)
+                if qpi is None or not self._move_to_active(qpi, FORCE_ACTIVATE_LABEL):
+                    return None
+            active = self._active.get(uid)
+            if active is None:
+                return None
+            self._active.remove(uid)
+            self._start_in_flight(active.qpi)
+            return active.qpi
 
     def done(self, uid: str) -> None:
         """The pod's cycle is over (bound, or handed back): stop tracking events for it."""

@@ -128,6 +128,7 @@ log = logging.getLogger("pyscheduler.plugins.default_preemption")
 
 NAME = "DefaultPreemption"
 MSG_PREFIX = "preemption: "
+MSG_PLACEMENT_LIMITATION = "not eligible due to placement-based pod group scheduling limitation"
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -169,12 +170,30 @@ class DefaultPreemption:
         self, state: CycleState, pod: Pod, filtered_node_status: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         self._count_attempt()
+        not_eligible = self._pod_group_not_eligible(pod)
+        if not_eligible is not None:
+            return None, not_eligible
         result, status = self.preempt(state, pod, filtered_node_status)
         if status is not None and status.reasons:
             msg = status.message()
             if msg:
                 status = Status(status.code, (MSG_PREFIX + msg,), NAME, status.error)
         return result, status
+
+    def _pod_group_not_eligible(self, pod: Pod) -> Status | None:
+        """kube 1.36 with TopologyAwareWorkloadScheduling on (``extra["feature_gates"]``): a pod of a pod
+        group with scheduling constraints does not preempt (its group is tried placement by placement)."""
+        if not pod.scheduling_group:
+            return None
+        gates = (getattr(self.handle, "extra", None) or {}).get("feature_gates") or {}
+        if not gates.get("TopologyAwareWorkloadScheduling", False):
+            return None
+        pg = self.handle.objects.get("PodGroup", pod.namespace, pod.scheduling_group)
+        if pg is None:
+            return Status.unschedulable(MSG_PREFIX + "pod group for pod not found", plugin=NAME)
+        if (pg.get("spec") or {}).get("schedulingConstraints") is not None:
+            return Status.unschedulable(MSG_PREFIX + MSG_PLACEMENT_LIMITATION, plugin=NAME)
+        return None
 
     def preempt(
         self, state: CycleState, pod: Pod, m: Mapping[str, Status]

@@ -34,6 +34,7 @@ from pyscheduler.plugins.default_preemption import (
     pick_one_node_for_preemption,
 )
 from pyscheduler.testing import FakeClock, make_handle, make_node, make_node_info, make_pod, snapshot_of
+from pyscheduler.testing.builders import make_pod_group
 
 # ------------------------------------------------------------------------------------------ fakes
 
@@ -804,6 +805,47 @@ def test_feature_gate_from_the_handle() -> None:
     assert DefaultPreemption(None, h).async_preemption is False
     h.extra.clear()
     assert DefaultPreemption(None, h).async_preemption is True
+
+
+@pytest.mark.parametrize(
+    ("gates", "pod_groups", "want"),
+    [
+        pytest.param(
+            {"TopologyAwareWorkloadScheduling": True},
+            [],
+            "preemption: pod group for pod not found",
+            id="no-pod-group",
+        ),
+        pytest.param(
+            {"TopologyAwareWorkloadScheduling": True},
+            [make_pod_group("pg", min_count=2, topology_key="zone")],
+            "preemption: not eligible due to placement-based pod group scheduling limitation",
+            id="topology-constraint",
+        ),
+        pytest.param(
+            {"TopologyAwareWorkloadScheduling": True},
+            [make_pod_group("pg", min_count=2)],
+            None,
+            id="no-constraint",
+        ),
+        pytest.param({}, [make_pod_group("pg", min_count=2, topology_key="zone")], None, id="gate-off"),
+    ],
+)
+def test_pod_group_with_topology_constraints_does_not_preempt(
+    gates: dict[str, bool], pod_groups: list[dict[str, Any]], want: str | None
+) -> None:
+    """kube 1.36 with TopologyAwareWorkloadScheduling: a pod group placed by topology is not preempted for
+    pod by pod (its placements would each preempt); other pods and groups go on to the evaluator."""
+    from pyscheduler.testing import make_handle
+
+    h = make_handle(objects=pod_groups)
+    h.extra["feature_gates"] = gates
+    pl = DefaultPreemption(None, h)
+    got = pl._pod_group_not_eligible(make_pod("p").group("pg").obj())
+    assert (got.message() if got is not None else None) == want
+    if got is not None:
+        assert got.code == Code.UNSCHEDULABLE and got.plugin == "DefaultPreemption"
+    assert pl._pod_group_not_eligible(make_pod("lone").obj()) is None
 
 
 def test_events_to_register() -> None:

@@ -51,7 +51,14 @@ from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import as_node, as_pod
 from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
-from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, PreFilterResult, ScoreValues
+from pyscheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Handle,
+    PlacementScoreExtensions,
+    PreFilterResult,
+    ScoreValues,
+)
+from pyscheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
@@ -73,6 +80,7 @@ from .scoring import (
     allocatable_requested,
     build_broken_linear_function,
     build_scorer,
+    placement_score,
     pod_request,
     resource_kind,
 )
@@ -168,6 +176,19 @@ class Fit:
                 raw = build_broken_linear_function(points)
                 self._shape = [raw(u) for u in range(MAX_UTILIZATION + 1)]
                 self._batch_strategy = "ratio"
+
+    # ------------------------------------------------------------------------------ PlacementScore
+
+    def score_placement(
+        self, state: CycleState, group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status | None]:
+        """How full the placement would be with the group's proposed pods (MostAllocated over the
+        configured resources); used only in a pod group cycle (TopologyAwareWorkloadScheduling)."""
+        pods = [p for p, _ in assignments.proposed]
+        return placement_score(self.args.scoring_strategy.resources, pods, assignments.placement.nodes), None
+
+    def placement_score_extensions(self) -> PlacementScoreExtensions | None:
+        return None  # kube's Fit does not normalize placement scores
 
     # ------------------------------------------------------------------------------ PreFilter
 

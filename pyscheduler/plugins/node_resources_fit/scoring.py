@@ -194,3 +194,20 @@ def build_scorer(strategy: ScoringStrategy) -> Scorer:
     if strategy.type == LEAST_ALLOCATED:
         return least_allocated_scorer(strategy.resources)
     raise ValueError(f"scoring strategy {strategy.type} is not supported")
+
+
+def placement_score(resources: Sequence[ResourceSpec], pods: Sequence[Pod], nodes: Sequence[NodeInfo]) -> int:
+    """kube 1.36's scorePlacement (TopologyAwareWorkloadScheduling): MostAllocated over the whole
+    placement, the group's proposed pods counted on top of what the placement's nodes already hold.
+    The running total decides, node by node, whether an extended resource counts (as in kube)."""
+    kinds = [(resource_kind(r.name), r.name) for r in resources]
+    requested = [sum(pod_request(p, k, n, False) for p in pods) for k, n in kinds]
+    allocatable = [0] * len(kinds)
+    for ni in nodes:
+        for i, (k, n) in enumerate(kinds):
+            alloc, with_pods = allocatable_requested(ni, k, n, requested[i], False)
+            if alloc == 0:
+                continue
+            allocatable[i] += alloc
+            requested[i] = with_pods  # what the node holds, added to the running total
+    return most_allocated_scorer(resources)(requested, allocatable)

@@ -1034,3 +1034,26 @@ def test_batch_plain_list_and_small_batches() -> None:
             want = [plugin.score(state, pod, ni)[0] for ni in nodes]
             assert score_list(plugin.score_nodes(state, pod, nodes)) == (want, None)
             assert plugin.filter_nodes(state, pod, nodes) == [plugin.filter(state, pod, ni) for ni in nodes]
+
+
+# ---------------------------------------------------------------------------------- PlacementScore
+
+
+def test_score_placement_is_most_allocated_over_the_placement() -> None:
+    """kube's scorePlacement: (held + proposed) / allocatable over all the placement's nodes, MostAllocated
+    with the configured weights; a fuller placement scores higher (packing)."""
+    from pyscheduler.framework.podgroup import Placement, PodGroupAssignments, PodGroupInfo
+
+    n1 = make_node_info(
+        make_node("n1").capacity(cpu="4", memory="8Gi"), make_pod("e").req(cpu="1", memory="1Gi")
+    )
+    n2 = make_node_info(make_node("n2").capacity(cpu="4", memory="8Gi"))
+    pods = [(make_pod(f"p{i}").req(cpu="1", memory="2Gi").obj(), "n1") for i in range(2)]
+    pl = Fit()
+    info = PodGroupInfo("default", "pg")
+    one = pl.score_placement(make_cycle_state(), info, PodGroupAssignments(Placement("a", [n1]), pods))
+    both = pl.score_placement(make_cycle_state(), info, PodGroupAssignments(Placement("b", [n1, n2]), pods))
+    # n1 alone: cpu 3/4 -> 75, memory 5/8 -> 62: (75 + 62) / 2 = 68; with n2: cpu 3/8 -> 37, memory 5/16 -> 31
+    assert one == (68, None)
+    assert both == (34, None)
+    assert pl.placement_score_extensions() is None

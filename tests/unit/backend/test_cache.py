@@ -626,3 +626,44 @@ def test_snapshot_affinity_lists_follow_pods_coming_and_going(seed: int) -> None
             rows = table.rows(lst)  # looked up from the nodes themselves and checked
             assert rows is not None and [nodes[r].name for r in rows] == [ni.name for ni in lst]
             assert list(lst.rows()) == [nodes.index(ni) for ni in lst]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------- pod group states
+
+
+def test_pod_group_states_follow_members_through_assume_forget_bind_and_delete() -> None:
+    """kube's podGroupState: pending members are unscheduled; assuming one makes it scheduled, forgetting
+    it unscheduled again; the watch's confirmation makes it assigned; the group goes with its last pod."""
+    from pyscheduler.framework.podgroup import PodGroupStateNotFound
+    from pyscheduler.testing.builders import make_node, make_pod
+
+    cache = Cache(pod_groups=True)
+    cache.add_node(make_node("n1").obj())
+    a, b = (make_pod(n).group("pg").obj() for n in ("a", "b"))
+    lone = make_pod("lone").obj()
+    for p in (a, b, lone):
+        cache.add_pod_group_member(p)
+    g = cache.pod_group_state("default", "pg")
+    assert (g.all_pods_count(), g.scheduled_pods_count(), {p.name for p in g.unscheduled_pods()}) == (
+        2,
+        0,
+        {"a", "b"},
+    )
+    cache.assume_pod(a.with_node_name("n1"))
+    g = cache.pod_group_state("default", "pg")
+    assert (g.scheduled_pods_count(), g.assumed_uids(), len(g.unscheduled_pods())) == (1, {a.uid}, 1)
+    cache.forget_pod(a.with_node_name("n1"))
+    assert cache.pod_group_state("default", "pg").scheduled_pods_count() == 0
+    cache.assume_pod(a.with_node_name("n1"))
+    cache.add_pod(a.with_node_name("n1"))  # the watch confirms the binding
+    g = cache.pod_group_state("default", "pg")
+    assert (g.scheduled_pods_count(), g.assumed_uids(), g.assigned) == (1, set(), {a.uid})
+    cache.remove_pod(a.with_node_name("n1"))
+    cache.remove_pod_group_member(b)
+    with pytest.raises(PodGroupStateNotFound, match="pod group state not found for pod group default/pg"):
+        cache.pod_group_state("default", "pg")
+    # without the gate nothing is kept
+    off = Cache()
+    off.add_pod_group_member(a)
+    with pytest.raises(PodGroupStateNotFound):
+        off.pod_group_states.get("default", "pg")

@@ -1219,3 +1219,37 @@ def test_a_waiting_pop_wakes_when_a_pod_enters_backoff() -> None:
     fail(q, qpi, "Fit")
     t.join(timeout=5)
     assert got == [qpi]
+
+
+# ---------------------------------------------------------------------------- pop_specific (pod groups)
+
+
+def test_pop_specific_takes_a_pod_from_any_waiting_pool_into_flight() -> None:
+    """kube's PopSpecificPod: a pod group's other members join the popped pod's cycle wherever they
+    wait (activeQ, backoffQ, unschedulable); a gated one, an unknown one or one in flight is not taken."""
+    q, _, _ = new_queue()
+    pods = {
+        n: pod(n, gates=("g",)) if n == "gated" else pod(n) for n in ("first", "backoff", "parked", "gated")
+    }
+    for p in pods.values():
+        q.add(p)
+    first, backoff, parked = pop_now(q), pop_now(q), pop_now(q)
+    assert [first.pod.name, backoff.pod.name, parked.pod.name] == ["first", "backoff", "parked"]
+    fail(q, backoff, error=True)  # an error: backoffQ
+    fail(q, parked, "NodeResourcesFit")  # rejected, no event since: the unschedulable pool
+    q.add(pod("active"))
+    uids = {n: p.uid for n, p in pods.items()} | {"active": pod("active").uid}
+    assert (q.where(uids["backoff"]), q.where(uids["parked"]), q.where(uids["gated"])) == (
+        "backoff",
+        "unschedulable",
+        "gated",
+    )
+    got = {n: q.pop_specific(u) for n, u in uids.items()}
+    assert q.pop_specific("no-such-uid") is None
+    assert {n for n, v in got.items() if v is not None} == {"active", "backoff", "parked"}
+    for n in ("active", "backoff", "parked"):
+        assert q.where(uids[n]) == "in_flight"
+        qpi = got[n]
+        assert qpi is not None and qpi.attempts >= 1
+    assert q.pop(timeout=0) is None  # nothing left in activeQ: they are in flight, not queued twice
+    assert q.where(uids["gated"]) == "gated"  # PreEnqueue still holds it

@@ -190,6 +190,8 @@ DEFAULT_EXPANDED = {
     "preBind": ("VolumeBinding",),
     "bind": ("DefaultBinder",),
     "postBind": (),
+    "placementGenerate": (),  # the gang plugins join only with their alpha gates on
+    "placementScore": (),
 }
 
 

@@ -1,0 +1,76 @@
+"""Differential scenarios for workload-aware scheduling (kube 1.36 alpha): PodGroups scheduled as gangs.
+
+Both schedulers run with the gates ``GenericWorkload``, ``GangScheduling`` and
+``TopologyAwareWorkloadScheduling`` on (the runner turns them on for a scenario that creates a
+``PodGroup``; see ``bench.differential.feature_gates_for``), against an API server serving
+scheduling.k8s.io/v1alpha2. The group's pods are ``batch`` pods: created, with their PodGroup, before
+the scheduler starts, so the whole group is pending at once.
+
+Every decision is unique (batch pods get no score-tie judging, and kube orders a group's pods partly by
+Go map iteration): pods are pinned to their node by ``kubernetes.io/hostname``, or the group has one
+possible node. Registered from ``bench/scenarios.py`` (its last lines).
+"""
+
+from __future__ import annotations
+
+from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, scenario
+from pyscheduler.testing.builders import PodBuilder, make_pod_group
+
+GANG_PLUGINS = ("GangScheduling",)
+TOPOLOGY_PLUGINS = ("GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")
+
+
+def member(name: str, cpu: str, group: str = "pg", host: str = "") -> PodBuilder:
+    """A pod of PodGroup ``group`` (in the scenario's namespace), pinned to ``host`` if given."""
+    b = pod(name, cpu=cpu).group(group)
+    return b.node_selector({HOST: host}) if host else b
+
+
+def pod_group(name: str = "pg", min_count: int | None = None, topology_key: str = "") -> dict[str, object]:
+    """A PodGroup in the scenario's namespace (the runner fills in namespace "")."""
+    return make_pod_group(name, "", min_count=min_count, topology_key=topology_key)
+
+
+GANG_SCENARIOS: list[Scenario] = [
+    scenario(
+        "gang-all-fit",
+        "a gang of 3 (minCount 3) that fits: all three bound, together",
+        GANG_PLUGINS,
+        [node("n1", "2"), node("n2", "2"), node("n3", "2")],
+        objects=[pod_group(min_count=3)],
+        batch=[member("g1", "1", host="n1"), member("g2", "1", host="n2"), member("g3", "1", host="n3")],
+    ),
+    scenario(
+        "gang-none-fit",
+        "a gang of 3 (minCount 3) whose third pod fits nowhere: nothing bound, kube's messages",
+        GANG_PLUGINS,
+        [node("n1", "2"), node("n2", "2"), node("n3", "1")],
+        objects=[pod_group(min_count=3)],
+        batch=[member("g1", "1", host="n1"), member("g2", "1", host="n2"), member("g3", "2", host="n3")],
+    ),
+    scenario(
+        "gang-min-count",
+        "minCount 2 of 3 pods: the two that fit are bound, the third reports its own FitError",
+        GANG_PLUGINS,
+        [node("n1", "2"), node("n2", "2"), node("n3", "1")],
+        objects=[pod_group(min_count=2)],
+        batch=[member("g1", "1", host="n1"), member("g2", "1", host="n2"), member("g3", "2", host="n3")],
+    ),
+    scenario(
+        "gang-topology-pack",
+        "a gang with a zone constraint lands whole in the one zone that holds it, not the zone its pods prefer",
+        TOPOLOGY_PLUGINS,
+        [node("a1", "1", zone="a"), node("a2", "1", zone="a"), node("b1", "3", zone="b")],
+        objects=[pod_group(min_count=3, topology_key=ZONE)],
+        batch=[member(f"g{i}", "1").preferred_node_affinity(100, ZONE, ["a"]) for i in (1, 2, 3)],
+    ),
+    scenario(
+        "gang-topology-fuller-zone",
+        "both zones hold the gang: PlacementScore (NodeResourcesFit, MostAllocated) packs it into the fuller",
+        TOPOLOGY_PLUGINS,
+        [node("a1", "4", zone="a"), node("b1", "4", zone="b")],
+        existing=[bound(pod("e1", cpu="2"), "a1")],
+        objects=[pod_group(min_count=2, topology_key=ZONE)],
+        batch=[member("g1", "1"), member("g2", "1")],
+    ),
+]
