@@ -22,6 +22,7 @@ On any failure the preemptor is activated again (``extra["activate"]``, when pre
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -203,6 +204,8 @@ class Executor:
 
         def job() -> None:
             failed = False
+            clock = getattr(self._handle, "clock", None)
+            began = clock.now() if clock is not None else 0.0
             try:
                 try:
                     self.clear_lower_priority_nominations(preemptor, c.name)
@@ -232,6 +235,10 @@ class Executor:
                 with self._lock:
                     self._preempting.discard(uid)
                     self._last_victim.pop(uid, None)
+            observe = self._metric("preemption_goroutine")  # scheduler_preemption_goroutines_*
+            if observe is not None and clock is not None:
+                with contextlib.suppress(Exception):  # metrics must never break scheduling
+                    observe("error" if failed else "success", clock.now() - began)
             if failed:
                 self._activate(preemptor)
 
