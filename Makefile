@@ -27,10 +27,10 @@ unit: install
 	$(BIN)/pytest -q -m "not cluster" $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples
-	$(BIN)/ruff format --check pyscheduler tests conftest.py bench e2e examples
+	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples krew
+	$(BIN)/ruff format --check pyscheduler tests conftest.py bench e2e examples krew
 	$(BIN)/mypy
-	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py
+	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py krew/build.py
 
 # With KUBECONFIG: run the scheduler against that cluster. Without: start a local control plane with
 # fake nodes, run the scheduler and a demo workload so you can watch pods get scheduled (Ctrl-C stops).

@@ -2,8 +2,8 @@
 plane, the rendered configuration through pyscheduler's own loader, and one source of truth with
 ``manifests/`` (the same RBAC rules, the same alerts).
 
-helm is built from the module pinned in e2e/helm/go.mod by e2e/helm/build.sh, once, into
-~/.cache/pyscheduler/helm/ (its own cache key: changing it never rebuilds the control plane).
+helm is built from the module pinned in e2e/tools/helm/go.mod by e2e/tools/build.sh, once, into
+~/.cache/pyscheduler/tools/ (its own cache key: changing it never rebuilds the control plane).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ CUSTOM = {
 @pytest.fixture(scope="module")
 def helm() -> str:
     out = subprocess.run(
-        ["bash", str(REPO_ROOT / "e2e" / "helm" / "build.sh")], capture_output=True, text=True, timeout=1200
+        ["bash", str(REPO_ROOT / "e2e" / "tools" / "build.sh"), "helm"], capture_output=True, text=True, timeout=1200
     )
     if out.returncode != 0:
         pytest.fail(f"building helm failed (is the Go module proxy reachable?):\n{out.stderr[-3000:]}")

@@ -1,6 +1,6 @@
-// Pins the helm CLI our chart tests run (built by build.sh into ~/.cache/pyscheduler/helm/...). A module
+// Pins the helm CLI the chart tests run (built by e2e/tools/build.sh into ~/.cache/pyscheduler/tools/). A module
 // of its own so that its dependencies never move the control plane's (e2e/controlplane) pins or cache key.
-module github.com/pyscheduler/pyscheduler/e2e/helm
+module github.com/pyscheduler/pyscheduler/e2e/tools/helm
 
 go 1.26.0
 
