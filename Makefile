@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean quantity-golden
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean quantity-golden image
 
 install: $(VENV)/.installed
 
@@ -81,3 +81,8 @@ clean:
 quantity-golden:
 	cd e2e/controlplane && go build -o $(CURDIR)/.venv/quantity-golden ./cmd/quantity-golden
 	$(PYTHON) e2e/controlplane/cmd/quantity-golden/gen.py | $(VENV)/quantity-golden > tests/unit/quantity_golden.jsonl
+
+# The image from the Dockerfile without a Docker daemon (buildah; needs buildah and debootstrap:
+# apt-get install buildah debootstrap podman runc). See docs/deploy.md.
+image:
+	bash e2e/image/build.sh
