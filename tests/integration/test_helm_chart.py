@@ -55,7 +55,10 @@ CUSTOM = {
 @pytest.fixture(scope="module")
 def helm() -> str:
     out = subprocess.run(
-        ["bash", str(REPO_ROOT / "e2e" / "tools" / "build.sh"), "helm"], capture_output=True, text=True, timeout=1200
+        ["bash", str(REPO_ROOT / "e2e" / "tools" / "build.sh"), "helm"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     if out.returncode != 0:
         pytest.fail(f"building helm failed (is the Go module proxy reachable?):\n{out.stderr[-3000:]}")

@@ -116,7 +116,7 @@ def test_the_image_runs_as_the_deployment_runs_it(image: str, capsys: pytest.Cap
     # not root, and the root filesystem refuses writes (the pod spec sets readOnlyRootFilesystem)
     probe = run_image(
         "-c",
-        "id -u; touch \"$(dirname \"$(command -v pyscheduler)\")/x\" 2>&1 || echo refused; "
+        'id -u; touch "$(dirname "$(command -v pyscheduler)")/x" 2>&1 || echo refused; '
         "python -c 'import pyscheduler; print(pyscheduler.__file__)'",
         entrypoint="sh",
     )
