@@ -28,6 +28,9 @@ MANIFESTS = REPO_ROOT / "manifests"
 
 Doc = dict[str, Any]
 
+# all of it with the integration suite (make test): helm is built from source on first use
+pytestmark = [pytest.mark.cluster]
+
 # A profile with plugin changes and args, and top-level fields: what a real values file carries.
 CUSTOM = {
     "schedulerName": "default-scheduler",

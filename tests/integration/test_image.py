@@ -23,7 +23,9 @@ import pytest
 from pyscheduler import KUBERNETES_VERSION, __version__
 from pyscheduler.testing.cluster import REPO_ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+# "cluster": not the control plane, but minutes of building: it runs with the integration suite
+# (make test), not with make unit
+pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 TAG = "localhost/pyscheduler:test"
 TOOLS = ("buildah", "podman", "runc", "debootstrap")
