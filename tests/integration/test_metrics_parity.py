@@ -216,6 +216,9 @@ def test_pyscheduler_exposes_kube_scheduler_metric_names_labels_and_buckets(
             pages[who] = fn(cluster, ns)
         finally:
             cluster.request("DELETE", f"/api/v1/namespaces/{ns}")
+        # the next scheduler must not see this one's leftover pending pods (same schedulerName)
+        gone = f"/api/v1/namespaces/{ns}"
+        eventually(lambda: cluster.request("GET", gone)[0] == 404, timeout=120, what=f"{gone} deleted")  # noqa: B023
     if os.environ.get("PARITY_DUMP"):  # keep both pages for a look by hand
         for who, text in pages.items():
             Path(os.environ["PARITY_DUMP"], f"{who}.metrics").write_text(text)
@@ -224,6 +227,8 @@ def test_pyscheduler_exposes_kube_scheduler_metric_names_labels_and_buckets(
     present = sorted(n for n in kube if n in py)
     absent = sorted(n for n in kube if n not in py)
     lines = [f"metrics parity: {len(present)} of {len(kube)} kube-scheduler metric names present"]
+    not_go = [n for n in kube if not n.startswith("go_")]
+    lines.append(f"  without the Go runtime's go_*: {sum(n in py for n in not_go)} of {len(not_go)}")
     sched = [n for n in kube if n.startswith("scheduler_")]
     lines.append(
         f"  scheduler_*: {sum(n in py for n in sched)} of {len(sched)}; absent by design: "
