@@ -18,7 +18,10 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 # .dockerignore lets in only what the wheel is built from (pyscheduler/, setup.cfg, pyproject.toml, README.md).
 COPY . .
-RUN pip wheel --wheel-dir /wheels . \
+# Out-of-tree plugins baked into the image: pip requirement specifiers of packages that declare a
+# `pyscheduler.plugins` entry point, e.g. --build-arg PLUGINS="pyscheduler-label-match==0.1.0 my-plugins>=2".
+ARG PLUGINS=""
+RUN pip wheel --wheel-dir /wheels . ${PLUGINS} \
  && ls -l /wheels
 
 FROM ${PYTHON_IMAGE}
@@ -33,8 +36,9 @@ ENV PIP_NO_CACHE_DIR=1 \
     HOME=/home/nonroot
 # The wheels are bind-mounted from the build stage, so they never become a layer of this image. pip compiles
 # the .pyc files at install time (the root filesystem is read-only at run time).
+ARG PLUGINS=""
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels pyscheduler \
+    pip install --no-index --find-links=/wheels pyscheduler ${PLUGINS} \
  && pip uninstall -y setuptools wheel pip \
  && groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home \

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean quantity-golden
+.PHONY: install controlplane test unit lint run demo e2e e2e-kind bench upstream-bench differential chaos dev-cluster-up dev-cluster-down clean quantity-golden image
 
 install: $(VENV)/.installed
 
@@ -27,10 +27,10 @@ unit: install
 	$(BIN)/pytest -q -m "not cluster" $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples
-	$(BIN)/ruff format --check pyscheduler tests conftest.py bench e2e examples
+	$(BIN)/ruff check pyscheduler tests conftest.py bench e2e examples krew
+	$(BIN)/ruff format --check pyscheduler tests conftest.py bench e2e examples krew
 	$(BIN)/mypy
-	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py
+	$(BIN)/mypy --config-file tests/mypy.ini tests bench conftest.py krew/build.py
 
 # With KUBECONFIG: run the scheduler against that cluster. Without: start a local control plane with
 # fake nodes, run the scheduler and a demo workload so you can watch pods get scheduled (Ctrl-C stops).
@@ -81,3 +81,8 @@ clean:
 quantity-golden:
 	cd e2e/controlplane && go build -o $(CURDIR)/.venv/quantity-golden ./cmd/quantity-golden
 	$(PYTHON) e2e/controlplane/cmd/quantity-golden/gen.py | $(VENV)/quantity-golden > tests/unit/quantity_golden.jsonl
+
+# The image from the Dockerfile without a Docker daemon (buildah; needs buildah and debootstrap:
+# apt-get install buildah debootstrap podman runc). See docs/deploy.md.
+image:
+	bash e2e/image/build.sh

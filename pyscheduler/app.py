@@ -198,13 +198,18 @@ class App:
             "/api/v1/pods",
             Pod.from_dict,
             _uid_key,
-            _PodHandler(self),
+            _Timed(_PodHandler(self), self.metrics, _pod_event_label(self)),
             field_selector=POD_FIELD_SELECTOR,
             name="pods",
             on_malformed=self._on_malformed_pod,
         )
         nodes = Reflector(
-            self.api, "/api/v1/nodes", Node.from_dict, _name_key, _NodeHandler(self), name="nodes"
+            self.api,
+            "/api/v1/nodes",
+            Node.from_dict,
+            _name_key,
+            _Timed(_NodeHandler(self), self.metrics, _kind_event_label("Node")),
+            name="nodes",
         )
         self.reflectors = [nodes, pods]
         kinds = dict(OBJECT_KINDS)
@@ -218,13 +223,20 @@ class App:
                     DRA_CLAIMS_PATH,
                     ResourceClaim.from_dict,
                     _claim_key,
-                    _ClaimHandler(self),
+                    _Timed(_ClaimHandler(self), self.metrics, _kind_event_label("ResourceClaim")),
                     name="ResourceClaim",
                 )
             )
         for kind, (path, resource) in kinds.items():
             self.reflectors.append(
-                Reflector(self.api, path, slim, _obj_key, _ObjectHandler(self, kind, resource), name=kind)
+                Reflector(
+                    self.api,
+                    path,
+                    slim,
+                    _obj_key,
+                    _Timed(_ObjectHandler(self, kind, resource), self.metrics, _kind_event_label(kind)),
+                    name=kind,
+                )
             )
         for r in self.reflectors:
             r.start()
@@ -267,8 +279,16 @@ class App:
             try:
                 self.queue.flush()
                 self.metrics.set_pending(self.queue.pending_pods())
-                c = self.cache
-                self.metrics.set_cache_size(c.node_count(), c.pod_count(), c.assumed_pod_count())
+                self.metrics.set_state(
+                    cache={
+                        "nodes": self.cache.node_count(),
+                        "pods": self.cache.pod_count(),
+                        "assumed_pods": self.cache.assumed_pod_count(),
+                    },
+                    unschedulable=self.queue.unschedulable_plugin_counts(),
+                    inflight_events=self.queue.in_flight_events(),
+                    goroutines={"binding": self.scheduler.binding_cycles_in_flight()},
+                )
             except Exception:
                 log.exception("queue flush failed")
 
@@ -312,6 +332,70 @@ class App:
             self.queue.move_all_to_active_or_backoff(event, old, new)
         except Exception:
             log.exception("requeue on event failed", event=str(event))
+
+
+class _Timed:
+    """An informer handler whose calls are timed into scheduler_event_handling_duration_seconds{event},
+    labelled as kube-scheduler labels the event (``label`` returns None for events kube does not handle,
+    such as another scheduler's pending pods)."""
+
+    def __init__(
+        self, inner: Any, metrics: SchedulerMetrics, label: Callable[[str, Any, Any], str | None]
+    ) -> None:
+        self.inner = inner
+        self.metrics = metrics
+        self.label = label
+
+    def on_add(self, obj: Any) -> None:
+        t = time.perf_counter()
+        self.inner.on_add(obj)
+        self._done("Add", None, obj, t)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        t = time.perf_counter()
+        self.inner.on_update(old, new)
+        self._done("Update", old, new, t)
+
+    def on_delete(self, obj: Any) -> None:
+        t = time.perf_counter()
+        self.inner.on_delete(obj)
+        self._done("Delete", obj, None, t)
+
+    def _done(self, action: str, old: Any, new: Any, t: float) -> None:
+        try:
+            label = self.label(action, old, new)
+            if label is not None:
+                self.metrics.event_handled(label, time.perf_counter() - t)
+        except Exception:  # a metric must never break an informer
+            log.debug("event metric failed", exc_info=True)
+
+
+def _kind_event_label(kind: str) -> Callable[[str, Any, Any], str | None]:
+    return lambda action, old, new: f"{kind}{action}"
+
+
+def _pod_event_label(app: App) -> Callable[[str, Any, Any], str | None]:
+    """kube's pod event labels: AssignedPod* for bound pods, UnschedulablePod* for our pending ones."""
+
+    def label(action: str, old: Pod | None, new: Pod | None) -> str | None:
+        if action == "Add":
+            assert new is not None
+            if new.node_name:
+                return "AssignedPodAdd"
+            return "UnschedulablePodAdd" if app.is_ours(new) else None
+        if action == "Delete":
+            assert old is not None
+            if old.node_name:
+                return "AssignedPodDelete"
+            return "UnschedulablePodDelete" if app.is_ours(old) else None
+        assert old is not None and new is not None
+        if new.node_name:
+            return "AssignedPodUpdate" if old.node_name else "AssignedPodAdd"
+        if app.is_ours(new):
+            return "UnschedulablePodUpdate"
+        return "UnschedulablePodDelete" if app.is_ours(old) else None
+
+    return label
 
 
 def _uid_key(p: Pod) -> str:
@@ -537,6 +621,8 @@ def build_app(
     metrics = SchedulerMetrics()
     if hasattr(api, "bind_fence"):  # the real Api: re-check leadership before every Binding attempt
         api.bind_fence = can_bind
+    if hasattr(api, "metrics_observer"):  # the real Api: client-go's rest_client_* figures
+        api.metrics_observer = metrics
     if recorder is None:
         from pyscheduler.client.events import EventRecorder
 
@@ -605,6 +691,7 @@ def build_app(
         # backoffQ turns its retries into a busy loop (tests/unit/test_pod_groups.py).
         pop_from_backoff=gates.enabled("SchedulerPopFromBackoffQ")
         and not gates.enabled(feature_gates.GANG_SCHEDULING),
+        on_hint=metrics.hint,
     )
 
     # DefaultPreemption's async preemption: a preemptor is let through PreEnqueue once its last victim

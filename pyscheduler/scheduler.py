@@ -70,7 +70,13 @@ class StatusWriter(Protocol):
 class Metrics(Protocol):
     def attempt(self, result: str, profile: str, seconds: float) -> None: ...
 
-    def pod_scheduled(self, profile: str, attempts: int, sli_seconds: float) -> None: ...
+    def pod_scheduled(
+        self, profile: str, attempts: int, sli_seconds: float, *, after_flush: bool = False
+    ) -> None: ...
+
+    def algorithm(self, seconds: float) -> None: ...
+
+    def sample_plugins(self) -> bool: ...
 
 
 class Extender(Protocol):
@@ -185,6 +191,10 @@ class Scheduler:
                 self._inflight_lock.wait(left)
         return True
 
+    def binding_cycles_in_flight(self) -> int:
+        """Binding cycles submitted and not finished (scheduler_goroutines{operation="binding"})."""
+        return self._inflight_binds
+
     def shutdown(self) -> None:
         self._binders.shutdown(wait=False, cancel_futures=True)
 
@@ -208,15 +218,22 @@ class Scheduler:
             return True
         start = self.clock.now()
         state = CycleState()
+        metrics = self.metrics
+        if metrics is not None:
+            state.record_plugin_metrics = metrics.sample_plugins()
         try:
             result = self.schedule_pod(fwk, state, pod)
         except FitError as fe:
+            if metrics is not None:
+                metrics.algorithm(self.clock.now() - start)
             self._on_fit_error(fwk, state, qpi, fe, start)
             return True
         except Exception as e:  # plugin or extender error
             st = Status.as_error(e)
             self.handle_failure(fwk, qpi, st, None, start)
             return True
+        if metrics is not None:
+            metrics.algorithm(self.clock.now() - start)
 
         assumed = pod.with_node_name(result.node)
         try:
@@ -313,7 +330,13 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             )
             diagnosis.unschedulable_plugins |= plugins
-        feasible = self._find_nodes_that_pass_filters(fwk, state, pod, nodes, diagnosis)
+        began = time.perf_counter()  # kube times the Filter extension point over the whole search
+        try:
+            feasible = self._find_nodes_that_pass_filters(fwk, state, pod, nodes, diagnosis)
+        except BaseException:
+            fwk.observe_extension_point("Filter", Code.ERROR, began)
+            raise
+        fwk.observe_extension_point("Filter", Code.SUCCESS, began)
         feasible = self._filter_with_extenders(pod, feasible, diagnosis)
         return feasible, diagnosis
 
@@ -561,7 +584,9 @@ class Scheduler:
             if self.metrics is not None:
                 self.metrics.attempt("scheduled", fwk.profile_name, elapsed)
                 first = qpi.initial_attempt_timestamp or start
-                self.metrics.pod_scheduled(fwk.profile_name, qpi.attempts, self.clock.now() - first)
+                self.metrics.pod_scheduled(
+                    fwk.profile_name, qpi.attempts, self.clock.now() - first, after_flush=qpi.flushed
+                )
             log.debug(  # kube-scheduler logs this at -v=2; info-level work per pod costs throughput
                 "scheduled",
                 pod=assumed.key,

@@ -38,7 +38,14 @@ from pyscheduler.client.errors import (
     is_retryable,
 )
 from pyscheduler.client.ratelimit import TokenBucket
-from pyscheduler.client.transport import JSON, USER_AGENT, Query, Transport, make_pool, pool_kwargs
+from pyscheduler.client.transport import (
+    JSON,
+    USER_AGENT,
+    Query,
+    Transport,
+    make_pool,
+    pool_kwargs,
+)
 from pyscheduler.client.watch import Watch
 from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.status import Status

@@ -36,7 +36,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Self
+from typing import Any, Final, Protocol, Self
 
 import orjson
 import structlog
@@ -115,6 +115,17 @@ def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> url
     return urllib3.PoolManager(**kw)
 
 
+class RequestObserver(Protocol):
+    """Where client-go's rest_client_* figures go (``pyscheduler.metrics.SchedulerMetrics``). A negative
+    ``seconds`` marks a watch: counted, not timed."""
+
+    def rest_request(
+        self, method: str, host: str, code: str, seconds: float, request_bytes: int, response_bytes: int
+    ) -> None: ...
+
+    def rest_rate_limited(self, method: str, host: str, seconds: float) -> None: ...
+
+
 class Transport:
     """One API server, JSON over HTTP: pooled connections, credentials, rate limit, retries; see the
     module docstring. ``Api`` adds the resources and verbs."""
@@ -168,6 +179,9 @@ class Transport:
         # counters for metrics and tests
         self.requests_total = 0
         self.retries_total = 0
+        # client-go's rest_client_* figures go to this observer when set (pyscheduler.metrics)
+        self.metrics_observer: RequestObserver | None = None
+        self._metrics_host = urllib3.util.parse_url(self.server).netloc or self.server
         # Checked right before every attempt of a Binding POST, after the rate limiter's wait and before
         # each retry: a replica that was stopped (SIGSTOP, a frozen VM) while binds waited for a token or
         # a backoff must not send them once its lease may have passed to another replica.
@@ -244,7 +258,42 @@ class Transport:
     def _once(
         self, method: str, path: str, url: str, data: bytes | None, content_type: str | None, timeout: float
     ) -> tuple[int, Any]:
+        obs = self.metrics_observer
+        if obs is None:
+            status, out, _ = self._attempt(method, path, url, data, content_type, timeout)
+            return status, out
+        began = time.perf_counter()
         self.limiter.acquire()
+        sent = time.perf_counter()
+        obs.rest_rate_limited(method, self._metrics_host, sent - began)
+        code = "<error>"
+        size = 0
+        try:
+            status, out, size = self._attempt(method, path, url, data, content_type, timeout, limited=True)
+            code = str(status)
+            return status, out
+        except ApiError as e:
+            if e.status:
+                code = str(e.status)
+            raise
+        finally:
+            obs.rest_request(
+                method, self._metrics_host, code, time.perf_counter() - sent, len(data or b""), size
+            )
+
+    def _attempt(
+        self,
+        method: str,
+        path: str,
+        url: str,
+        data: bytes | None,
+        content_type: str | None,
+        timeout: float,
+        limited: bool = False,
+    ) -> tuple[int, Any, int]:
+        """One attempt: (HTTP status, parsed body, body size in bytes)."""
+        if not limited:
+            self.limiter.acquire()
         fence = self.bind_fence
         if fence is not None and method == "POST" and path.endswith("/binding") and not fence():
             raise FencedError(0, "Fenced", "not the leader any more: binding stopped", method, path)
@@ -286,11 +335,11 @@ class Transport:
                 retry_after=retry_after,
             )
         if not raw:
-            return status, None
+            return status, None, 0
         try:
-            return status, orjson.loads(raw)
+            return status, orjson.loads(raw), len(raw)
         except orjson.JSONDecodeError:
-            return status, raw.decode("utf-8", "replace")
+            return status, raw.decode("utf-8", "replace"), len(raw)
 
     def _wait(self, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
@@ -372,7 +421,11 @@ class Transport:
 
     # ------------------------------------------------------------------------------ streams
     def _open_stream(self, path: str, url: str, read_timeout: float) -> Any:
+        began = time.perf_counter()
         self.limiter.acquire()
+        obs = self.metrics_observer
+        if obs is not None:
+            obs.rest_rate_limited("GET", self._metrics_host, time.perf_counter() - began)
         self.requests_total += 1
         try:
             resp = self._pool.request(
@@ -385,7 +438,11 @@ class Transport:
                 preload_content=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as e:
+            if obs is not None:
+                obs.rest_request("GET", self._metrics_host, "<error>", -1.0, 0, 0)
             raise ApiConnectionError(0, type(e).__name__, str(e), "WATCH", path) from e
+        if obs is not None:  # a watch is counted, not timed (its duration is its lifetime), as client-go does
+            obs.rest_request("GET", self._metrics_host, str(resp.status), -1.0, 0, 0)
         if resp.status != 200:
             try:
                 raw = resp.read()

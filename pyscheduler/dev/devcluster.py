@@ -4,6 +4,10 @@
 runs a ``LocalCluster`` in a state directory, creates the requested fake nodes and writes ``ready``;
 ``up`` returns once that file appears and prints ``export KUBECONFIG=...`` last. ``down`` sends the
 supervisor SIGTERM; it stops every control-plane process (they also die with it if it is killed).
+
+While it waits, ``up`` shows what the supervisor is doing, read from its ``progress`` file (``control
+plane`` or ``nodes DONE TOTAL``): on a terminal a bar (``creating fake nodes [####....] 1,800/5,000``),
+elsewhere (CI, a pipe) one line per finished step.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+from pyscheduler.progress import Progress
 
 
 def _paths(d: str) -> tuple[Path, Path, Path, Path]:
@@ -61,24 +68,76 @@ def up(d: str, nodes: int = 3, with_controller_manager: bool = False, timeout: f
             env={**os.environ, "PYSCHEDULER_CONTROLPLANE_BIN": str(bins)},
         )
     pidfile.write_text(str(proc.pid))
+    watcher = _Watcher(root / "progress")
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready.exists():
-            print(
-                f"dev cluster up: {nodes} fake nodes; logs in {root}; stop with: pyscheduler dev-cluster down",
-                file=sys.stderr,
-            )
-            print(f"export KUBECONFIG={root / 'cluster' / 'kubeconfig'}")
-            return 0
-        if proc.poll() is not None:
-            print(
-                f"dev cluster failed to start (exit {proc.returncode}); log:\n{logf.read_text()[-3000:]}",
-                file=sys.stderr,
-            )
-            return 1
-        time.sleep(0.2)
+    try:
+        while time.monotonic() < deadline:
+            watcher.poll()
+            if ready.exists():
+                watcher.close()
+                print(
+                    f"dev cluster up: {nodes} fake nodes; logs in {root}; stop with: pyscheduler dev-cluster down",
+                    file=sys.stderr,
+                )
+                print(f"export KUBECONFIG={root / 'cluster' / 'kubeconfig'}")
+                return 0
+            if proc.poll() is not None:
+                watcher.abandon()
+                print(
+                    f"dev cluster failed to start (exit {proc.returncode}); log:\n{logf.read_text()[-3000:]}",
+                    file=sys.stderr,
+                )
+                return 1
+            time.sleep(0.2)
+    except BaseException:
+        watcher.abandon()
+        raise
+    watcher.abandon()
     print("dev cluster did not become ready in time", file=sys.stderr)
     return 1
+
+
+class _Watcher:
+    """Renders the supervisor's progress file (see the module docstring) as ``Progress`` steps."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.phase = ""
+        self.bar: Progress | None = None
+
+    def poll(self) -> None:
+        try:
+            words = self.path.read_text().split()
+        except FileNotFoundError:
+            words = []
+        phase = words[0] if words else ""
+        if phase and phase != self.phase:
+            self.close()
+            self.phase = phase
+            if phase == "nodes":
+                self.bar = Progress(int(words[2]), "creating fake nodes", unit="nodes")
+            else:
+                self.bar = Progress(None, "starting etcd, kube-apiserver and KWOK")
+        if self.bar is None:
+            return
+        if phase == "nodes" and len(words) == 3:
+            self.bar.update(int(words[1]))
+        else:
+            self.bar.tick()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            if self.phase == "nodes":
+                elapsed = time.monotonic() - self.bar.start
+                self.bar.finish(f"created {self.bar.total:,} fake nodes in {elapsed:.1f}s")
+            else:
+                self.bar.finish(f"control plane started in {time.monotonic() - self.bar.start:.1f}s")
+            self.bar = None
+
+    def abandon(self) -> None:
+        if self.bar is not None and self.bar.live:
+            sys.stderr.write("\n")
+        self.bar = None
 
 
 def down(d: str, timeout: float = 30.0) -> int:
@@ -130,10 +189,23 @@ def serve(root: str, nodes: int, with_cm: bool) -> int:
         import shutil
 
         shutil.rmtree(r / "cluster" / "etcd")
+    progress = r / "progress"
+    _write(progress, "control-plane")
     cluster.start()
     try:
         if nodes:
-            cluster.create_nodes(nodes, prefix="kwok-node", zones=["zone-a", "zone-b", "zone-c"])
+            _write(progress, f"nodes 0 {nodes}")
+            last = [0.0]
+
+            def created(done: int) -> None:  # from the creating threads; a few writes a second at most
+                now = time.monotonic()
+                if done == nodes or now - last[0] >= 0.2:
+                    last[0] = now
+                    _write(progress, f"nodes {done} {nodes}")
+
+            cluster.create_nodes(
+                nodes, prefix="kwok-node", zones=["zone-a", "zone-b", "zone-c"], on_progress=created
+            )
         (r / "ready").write_text(cluster.server)
         print(f"ready: {cluster.server}", flush=True)
         while not stopping:
@@ -141,6 +213,13 @@ def serve(root: str, nodes: int, with_cm: bool) -> int:
     finally:
         cluster.stop()
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace the file at once (the reader never sees half a line)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,11 @@ that plugins rely on, as kube-scheduler's ``frameworkImpl`` does:
 - Bind: the first plugin that does not return Skip binds.
 
 It does no I/O itself; plugins that write go through the handle's client. Timing of each extension
-point goes to an optional ``metrics`` observer.
+point goes to an optional ``metrics`` observer; so does each plugin call's time in the cycles whose
+``CycleState.record_plugin_metrics`` is set (kube samples 10% of scheduling cycles), from the same
+clock reads. ``evaluations`` counts plugin runs per (plugin, extension point) at PreFilter, Filter (per
+node), PreScore and Score (per node), as kube's scheduler_plugin_evaluation_total does: plain integer
+adds, read by the metrics collector when scraped.
 
 A plugin that raises, or one call of a plugin that takes ``slow_plugin_threshold`` seconds or more, is
 handed to an optional ``observer`` (``PluginObserver``): the scheduler's logs the traceback and the slow
@@ -92,6 +96,12 @@ class MetricsObserver(Protocol):
     def extension_point(self, extension_point: str, status: Code, profile: str, seconds: float) -> None: ...
 
     def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None: ...
+
+    def sample_plugins(self) -> bool: ...
+
+    def permit_wait(self, status: Code, seconds: float) -> None: ...
+
+    def add_evaluations(self, profile: str, counts: Callable[[], Mapping[tuple[str, str], int]]) -> None: ...
 
 
 class PluginObserver(Protocol):
@@ -342,6 +352,20 @@ class Framework:
         self._pre_filter_exts = [
             (p, ext) for p in self.pre_filter_plugins if (ext := p.pre_filter_extensions()) is not None
         ]
+        # scheduler_plugin_evaluation_total's counts, and each counted plugin's key into them
+        self.evaluations: dict[tuple[str, str], int] = {}
+        counted: tuple[tuple[str, Sequence[Any]], ...] = (
+            ("PreFilter", self.pre_filter_plugins),
+            ("Filter", self.filter_plugins),
+            ("PreScore", self.pre_score_plugins),
+            ("Score", self.score_plugins),
+        )
+        for point, at_point in counted:
+            for p in at_point:
+                self.evaluations[(p.name, point)] = 0
+        self._filter_keys = [(p, (p.name, "Filter")) for p in self.filter_plugins]
+        if metrics is not None:
+            metrics.add_evaluations(profile_name, lambda: dict(self.evaluations))
 
     # ---------------------------------------------------------------------------------- metrics
     def _observe(self, point: str, status: Status | None, start: float, end: float | None = None) -> None:
@@ -353,13 +377,29 @@ class Framework:
                 (time.perf_counter() if end is None else end) - start,
             )
 
-    def _took(self, plugin: str, point: str, since: float) -> float:
+    def observe_extension_point(self, point: str, code: Code, start: float) -> None:
+        """An extension point the scheduler times itself (Filter, over the whole node search)."""
+        if self.metrics is not None:
+            self.metrics.extension_point(point, code, self.profile_name, time.perf_counter() - start)
+
+    def _took(
+        self,
+        plugin: str,
+        point: str,
+        since: float,
+        state: CycleState | None = None,
+        status: Status | Code | None = None,
+    ) -> float:
         """Now (``perf_counter``); a call of ``plugin`` that began at ``since`` and took the threshold or
-        more goes to the observer. The return value is the next call's ``since`` and, after the last, the
-        extension point's end."""
+        more goes to the observer, and in a sampled cycle (``state.record_plugin_metrics``) every call
+        goes to the metrics with its status code. The return value is the next call's ``since`` and,
+        after the last, the extension point's end."""
         now = time.perf_counter()
         if now - since >= self.slow_plugin_threshold and self.observer is not None:
             self.observer.plugin_time(self.profile_name, plugin, point, now - since)
+        if state is not None and state.record_plugin_metrics and self.metrics is not None:
+            code = status if isinstance(status, Code) else status.code if status is not None else Code.SUCCESS
+            self.metrics.plugin(plugin, point, code, now - since)
         return now
 
     def _error(self, plugin: str, point: str, e: BaseException) -> Status:
@@ -380,14 +420,26 @@ class Framework:
         return getattr(self.queue_sort_plugin, "sort_key", None)
 
     def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
+        if not self.pre_enqueue_plugins:
+            return None
+        start = t = time.perf_counter()
+        sampled: CycleState | None = None
+        if self.metrics is not None and self.metrics.sample_plugins():
+            sampled = _SAMPLED
+        status: Status | None = None
         for p in self.pre_enqueue_plugins:
             try:
                 s = p.pre_enqueue(pod)
             except Exception as e:
-                return self._error(p.name, "PreEnqueue", e)
+                t = self._took(p.name, "PreEnqueue", t, sampled, Code.ERROR)
+                status = self._error(p.name, "PreEnqueue", e)
+                break
+            t = self._took(p.name, "PreEnqueue", t, sampled, s)
             if s is not None and not s.is_success():
-                return s.with_plugin(p.name)
-        return None
+                status = s.with_plugin(p.name)
+                break
+        self._observe("PreEnqueue", status, start, t)
+        return status
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin -> the events that may make a pod it rejected schedulable. A plugin that does not
@@ -414,17 +466,20 @@ class Framework:
         narrowed: set[str] = set()
         rejected: set[str] = set()
         status: Status | None = None
+        ev = self.evaluations
         for p in self.pre_filter_plugins:
             try:
                 r, s = p.pre_filter(state, pod, nodes)
             except Exception as e:
-                t = self._took(p.name, "PreFilter", t)
+                t = self._took(p.name, "PreFilter", t, state, Code.ERROR)
+                ev[(p.name, "PreFilter")] += 1
                 status = self._error(p.name, "PreFilter", e)
                 break
-            t = self._took(p.name, "PreFilter", t)
+            t = self._took(p.name, "PreFilter", t, state, s)
             if s is not None and s.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 continue
+            ev[(p.name, "PreFilter")] += 1
             if s is not None and not s.is_success():
                 if s.is_rejected():
                     s = s.with_plugin(p.name)
@@ -449,9 +504,11 @@ class Framework:
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         skip = state.skip_filter_plugins
-        for p in self.filter_plugins:
+        ev = self.evaluations
+        for p, key in self._filter_keys:
             if skip and p.name in skip:
                 continue
+            ev[key] += 1
             try:
                 s = p.filter(state, pod, node_info)
             except Exception as e:
@@ -481,10 +538,12 @@ class Framework:
         sub: Sequence[NodeInfo] = nodes
         skip = state.skip_filter_plugins
         t = time.perf_counter()
+        ev = self.evaluations
         for p, batch in self._filter_batch:
             if skip and p.name in skip:
                 continue
             name = p.name
+            ev[(name, "Filter")] += len(sub)
             try:
                 if batch is not None:
                     results = batch(state, pod, sub)
@@ -494,12 +553,12 @@ class Framework:
                     f = p.filter
                     results = [f(state, pod, ni) for ni in sub]
             except Exception as e:
-                t = self._took(name, "Filter", t)
+                t = self._took(name, "Filter", t, state, Code.ERROR)
                 err = self._error(name, "Filter", e)
                 for i in live:
                     out[i] = err
                 return out, 0
-            t = self._took(name, "Filter", t)
+            t = self._took(name, "Filter", t, state)
             if len(results) != len(live):
                 err = Status.as_error(
                     f"filter_nodes returned {len(results)} statuses for {len(live)} nodes", name
@@ -593,10 +652,10 @@ class Framework:
             try:
                 r, s = p.post_filter(state, pod, filtered)
             except Exception as e:
-                t = self._took(p.name, "PostFilter", t)
+                t = self._took(p.name, "PostFilter", t, state, Code.ERROR)
                 final = self._error(p.name, "PostFilter", e)
                 break
-            t = self._took(p.name, "PostFilter", t)
+            t = self._took(p.name, "PostFilter", t, state, s)
             if s is None or s.is_success():
                 final = Status.success()
                 result = r
@@ -617,17 +676,20 @@ class Framework:
     def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         start = t = time.perf_counter()
         status: Status | None = None
+        ev = self.evaluations
         for p in self.pre_score_plugins:
             try:
                 s = p.pre_score(state, pod, nodes)
             except Exception as e:
-                t = self._took(p.name, "PreScore", t)
+                t = self._took(p.name, "PreScore", t, state, Code.ERROR)
+                ev[(p.name, "PreScore")] += 1
                 status = self._error(p.name, "PreScore", e)
                 break
-            t = self._took(p.name, "PreScore", t)
+            t = self._took(p.name, "PreScore", t, state, s)
             if s is not None and s.is_skip():
                 state.skip_score_plugins.add(p.name)
                 continue
+            ev[(p.name, "PreScore")] += 1
             if s is not None and not s.is_success():
                 status = _wrapped("PreScore", p.name, s)
                 break
@@ -670,21 +732,24 @@ class Framework:
         start = t = time.perf_counter()
         per_plugin: dict[str, Scores] = {}
         skip = state.skip_score_plugins
+        ev = self.evaluations
+        n = len(nodes)
         for p in self.score_plugins:
             if p.name in skip:
                 continue
+            ev[(p.name, "Score")] += n
             try:
                 scores = self._score_one(p, state, pod, nodes)
             except _ScoreFailure as f:
-                t = self._took(p.name, "Score", t)
+                t = self._took(p.name, "Score", t, state, f.status)
                 self._observe("Score", f.status, start, t)
                 return {}, f.status
             except Exception as e:
-                t = self._took(p.name, "Score", t)
+                t = self._took(p.name, "Score", t, state, Code.ERROR)
                 st = self._error(p.name, "Score", e)
                 self._observe("Score", st, start, t)
                 return {}, st
-            t = self._took(p.name, "Score", t)
+            t = self._took(p.name, "Score", t, state)
             per_plugin[p.name] = scores
         self._observe("Score", None, start, t)
         return per_plugin, None
@@ -764,10 +829,10 @@ class Framework:
             try:
                 s = p.reserve(state, pod, node_name)
             except Exception as e:
-                t = self._took(p.name, "Reserve", t)
+                t = self._took(p.name, "Reserve", t, state, Code.ERROR)
                 status = self._error(p.name, "Reserve", e)
                 break
-            t = self._took(p.name, "Reserve", t)
+            t = self._took(p.name, "Reserve", t, state, s)
             if s is not None and not s.is_success():
                 status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Reserve", p.name, s)
                 break
@@ -790,10 +855,10 @@ class Framework:
             try:
                 s, timeout = p.permit(state, pod, node_name)
             except Exception as e:
-                t = self._took(p.name, "Permit", t)
+                t = self._took(p.name, "Permit", t, state, Code.ERROR)
                 status = self._error(p.name, "Permit", e)
                 break
-            t = self._took(p.name, "Permit", t)
+            t = self._took(p.name, "Permit", t, state, s)
             if s is None or s.is_success():
                 continue
             if s.is_wait():
@@ -818,10 +883,13 @@ class Framework:
         wp = self.handle.waiting_pods.get(pod.uid)
         if wp is None:
             return None
+        start = time.perf_counter()
         try:
             s = wp.wait()
         finally:
             self.handle.waiting_pods.remove(pod.uid)
+        if self.metrics is not None:
+            self.metrics.permit_wait(s.code, time.perf_counter() - start)
         return None if s.is_success() else s
 
     # ---------------------------------------------------------------------------------- binding
@@ -834,10 +902,10 @@ class Framework:
             try:
                 s = p.pre_bind(state, pod, node_name)
             except Exception as e:
-                t = self._took(p.name, "PreBind", t)
+                t = self._took(p.name, "PreBind", t, state, Code.ERROR)
                 status = self._error(p.name, "PreBind", e)
                 break
-            t = self._took(p.name, "PreBind", t)
+            t = self._took(p.name, "PreBind", t, state, s)
             if s is not None and not s.is_success() and not s.is_skip():
                 status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("PreBind", p.name, s)
                 break
@@ -851,10 +919,10 @@ class Framework:
             try:
                 s = p.bind(state, pod, node_name)
             except Exception as e:
-                t = self._took(p.name, "Bind", t)
+                t = self._took(p.name, "Bind", t, state, Code.ERROR)
                 status = self._error(p.name, "Bind", e)
                 break
-            t = self._took(p.name, "Bind", t)
+            t = self._took(p.name, "Bind", t, state, s)
             if s is not None and s.is_skip():
                 continue
             if s is None or s.is_success():
@@ -868,11 +936,16 @@ class Framework:
         return status
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        start = t = time.perf_counter()
         for p in self.post_bind_plugins:
             try:
                 p.post_bind(state, pod, node_name)
             except Exception as e:
+                t = self._took(p.name, "PostBind", t, state, Code.ERROR)
                 self._error(p.name, "PostBind", e)
+                continue
+            t = self._took(p.name, "PostBind", t, state)
+        self._observe("PostBind", None, start, t)
 
     # ---------------------------------------------------------------------------------- placements
     def run_placement_generate_plugins(
@@ -956,6 +1029,11 @@ class Framework:
         return {
             ep: list(self.config.points.get(ep, ())) for ep in EXTENSION_POINTS if self.config.points.get(ep)
         }
+
+
+_SAMPLED = CycleState()
+_SAMPLED.record_plugin_metrics = True
+"""Stands for a sampled cycle where there is none (PreEnqueue runs outside scheduling cycles)."""
 
 
 def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:

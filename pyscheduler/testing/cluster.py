@@ -39,7 +39,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -530,9 +530,11 @@ class LocalCluster:
         extra_resources: Mapping[str, str] | None = None,
         start: int = 0,
         parallel: int = 16,
+        on_progress: Callable[[int], None] | None = None,
     ) -> list[str]:
         """Create ``count`` KWOK-managed nodes ``<prefix>-<i>`` with status already set (Ready is kept by
-        KWOK). Zones, if given, are assigned round-robin to topology.kubernetes.io/zone."""
+        KWOK). Zones, if given, are assigned round-robin to topology.kubernetes.io/zone. ``on_progress``
+        is called with the number created so far, after each node (from the creating threads)."""
         names = [f"{prefix}-{i}" for i in range(start, start + count)]
         alloc = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra_resources or {})}
 
@@ -564,12 +566,19 @@ class LocalCluster:
             }
 
         errors: list[str] = []
+        created = [0]
+        lock = threading.Lock()
 
         def worker(items: list[tuple[int, str]]) -> None:
             for i, name in items:
                 status, out = self.request("POST", "/api/v1/nodes", body(i, name))
                 if status not in (200, 201, 409):
                     errors.append(f"{name}: HTTP {status}: {out}")
+                if on_progress is not None:
+                    with lock:
+                        created[0] += 1
+                        done = created[0]
+                    on_progress(done)
 
         chunks: list[list[tuple[int, str]]] = [[] for _ in range(max(1, min(parallel, count)))]
         for j, item in enumerate(enumerate(names, start)):

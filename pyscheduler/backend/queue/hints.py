@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pyscheduler.backend.queue.records import QueuedPodInfo
+from pyscheduler.backend.queue.records import QueuedPodInfo, event_label
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from pyscheduler.framework.types import Pod
 
@@ -70,8 +71,17 @@ def interested_plugins(events_map: EventsMap, event: ClusterEvent) -> set[str]:
     return {p for p, regs in events_map.items() if any(event.matches(r.event) for r in regs)}
 
 
+HintObserver = Callable[[str, str, str, float], None]
+"""(plugin, event label, hint "Queue"/"QueueSkip"/"Error", seconds): scheduler_queueing_hint_execution_duration_seconds."""
+
+
 def worth_requeuing(
-    events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any
+    events_map: EventsMap,
+    qpi: QueuedPodInfo,
+    event: ClusterEvent,
+    old: Any,
+    new: Any,
+    observe: HintObserver | None = None,
 ) -> Strategy:
     """kube's isPodWorthRequeuing."""
     rejectors = qpi.rejector_plugins()
@@ -87,11 +97,18 @@ def worth_requeuing(
             if not event.matches(reg.event):
                 continue
             if reg.hint is not None:
+                began = time.perf_counter()
+                result = "Queue"
                 try:
                     hint = reg.hint(qpi.pod, old, new)
+                    if hint != QueueingHint.QUEUE:
+                        result = "QueueSkip"
                 except Exception:  # kube: an error counts as Queue so the pod is not stuck
                     log.exception("queueing hint of %s failed for pod %s", plugin, qpi.pod.key)
                     hint = QueueingHint.QUEUE
+                    result = "Error"
+                if observe is not None:
+                    observe(plugin, event_label(event), result, time.perf_counter() - began)
                 if hint != QueueingHint.QUEUE:
                     continue
             if plugin in qpi.pending_plugins:

@@ -74,6 +74,7 @@ class QueuedPodInfo:
 
     __slots__ = (
         "attempts",
+        "flushed",
         "gated",
         "gating_plugin",
         "initial_attempt_timestamp",
@@ -103,6 +104,8 @@ class QueuedPodInfo:
         self.pending_plugins: set[str] = set(pending_plugins)
         self.gated = gated
         self.gating_plugin = gating_plugin
+        # moved out of the unschedulable pool by the leftover flush (scheduler_pod_scheduled_after_flush_total)
+        self.flushed = False
 
     @property
     def pod(self) -> Pod:

@@ -83,6 +83,7 @@ from typing import Any
 from pyscheduler.backend.queue.backoff import NO_BACKOFF, WINDOW, BackoffQueue, align
 from pyscheduler.backend.queue.heap import Entry, Heap, LessFn, LessOrder
 from pyscheduler.backend.queue.hints import (
+    HintObserver,
     InFlight,
     RecordedEvent,
     Strategy,
@@ -142,6 +143,7 @@ class SchedulingQueue:
         on_incoming: IncomingHook | None = None,
         sort_key: SortKeyFn | None = None,
         pop_from_backoff: bool = True,
+        on_hint: HintObserver | None = None,
     ) -> None:
         if initial_backoff < 0 or max_backoff < 0 or unschedulable_max_stay < 0:
             raise ValueError("backoff and unschedulable durations must be >= 0")
@@ -160,6 +162,7 @@ class SchedulingQueue:
         self._max_stay = unschedulable_max_stay
         self._on_incoming = on_incoming
         self._pop_from_backoff = pop_from_backoff  # kube's SchedulerPopFromBackoffQ (beta, on)
+        self._on_hint = on_hint
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -451,6 +454,8 @@ class SchedulingQueue:
                 if now - qpi.timestamp > self._max_stay
             ]
             if stale:
+                for qpi in stale:
+                    qpi.flushed = True
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
 
     def close(self) -> None:
@@ -505,6 +510,32 @@ class SchedulingQueue:
                 UNSCHEDULABLE: len(self._unschedulable),
                 GATED: len(self._gated),
             }
+
+    def unschedulable_plugin_counts(self) -> dict[tuple[str, str], int]:
+        """(plugin, profile) -> how many pods that plugin holds back: the parked and backing-off pods
+        by the plugins that rejected them, the gated ones by their gate (scheduler_unschedulable_pods)."""
+        out: dict[tuple[str, str], int] = {}
+        with self._lock:
+            parked = [*self._unschedulable.values(), *(e.qpi for e in self._backoff)]
+            for qpi in parked:
+                for plugin in qpi.rejector_plugins():
+                    key = (plugin, qpi.pod.scheduler_name)
+                    out[key] = out.get(key, 0) + 1
+            for qpi in self._gated.values():
+                if qpi.gating_plugin:
+                    key = (qpi.gating_plugin, qpi.pod.scheduler_name)
+                    out[key] = out.get(key, 0) + 1
+        return out
+
+    def in_flight_events(self) -> dict[str, int]:
+        """Event label -> events recorded for the pods in flight, and ``PodPopped``: the pods in flight
+        (scheduler_inflight_events)."""
+        with self._lock:
+            out: dict[str, int] = {"PodPopped": len(self._in_flight)}
+            for ev in self._events:
+                label = event_label(ev.event)
+                out[label] = out.get(label, 0) + 1
+        return out
 
     def pending_pod_list(self) -> dict[str, list[Pod]]:
         """The pods per queue, in-flight ones under ``in_flight`` (debugging)."""
@@ -695,7 +726,7 @@ class SchedulingQueue:
             if ev.self_update:
                 s = Strategy.AFTER_BACKOFF  # the pod's own spec changed (see update())
             else:
-                s = worth_requeuing(self._events_map, qpi, ev.event, ev.old, ev.new)
+                s = worth_requeuing(self._events_map, qpi, ev.event, ev.old, ev.new, self._on_hint)
             if s == Strategy.IMMEDIATELY:
                 return s
             if s == Strategy.AFTER_BACKOFF:
@@ -726,7 +757,7 @@ class SchedulingQueue:
                 and interested.isdisjoint(qpi.pending_plugins)
             ):
                 continue
-            strategy = worth_requeuing(self._events_map, qpi, event, old, new)
+            strategy = worth_requeuing(self._events_map, qpi, event, old, new, self._on_hint)
             if strategy == Strategy.SKIP:
                 continue
             uid = qpi.uid

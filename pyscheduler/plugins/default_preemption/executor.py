@@ -23,6 +23,7 @@ bound pod the scheduler's cache holds, which the daemon and the in-process engin
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -204,6 +205,8 @@ class Executor:
 
         def job() -> None:
             failed = False
+            clock = getattr(self._handle, "clock", None)
+            began = clock.now() if clock is not None else 0.0
             try:
                 try:
                     self.clear_lower_priority_nominations(preemptor, c.name)
@@ -233,6 +236,10 @@ class Executor:
                 with self._lock:
                     self._preempting.discard(uid)
                     self._last_victim.pop(uid, None)
+            observe = self._metric("preemption_goroutine")  # scheduler_preemption_goroutines_*
+            if observe is not None and clock is not None:
+                with contextlib.suppress(Exception):  # metrics must never break scheduling
+                    observe("error" if failed else "success", clock.now() - began)
             if failed:
                 self._activate(preemptor)
 
