@@ -1733,3 +1733,5 @@ def _check() -> None:
 
 
 _check()
+
+import bench.scenarios_dra  # noqa: E402, F401  (Dynamic Resource Allocation scenarios, appended to SCENARIOS)
