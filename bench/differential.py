@@ -681,9 +681,16 @@ class ControllerManager:
     """kube-controller-manager running only the controllers given (the PV binder completes
     WaitForFirstConsumer bindings; the resourceclaim controller serves DRA scenarios)."""
 
-    def __init__(self, cluster: LocalCluster, workdir: Path, controllers: Sequence[str]) -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        workdir: Path,
+        controllers: Sequence[str],
+        extra_args: Sequence[str] = (),
+    ) -> None:
         self.cluster = cluster
         self.controllers = tuple(controllers)
+        self.extra_args = tuple(extra_args)
         self.log_path = workdir / "kube-controller-manager.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -695,6 +702,7 @@ class ControllerManager:
             f"--kubeconfig={self.cluster.kubeconfig}",
             "--leader-elect=false",
             f"--controllers={','.join(self.controllers)}",
+            *self.extra_args,
             "--secure-port=0",
             "--use-service-account-credentials=false",
             "--v=1",

@@ -17,6 +17,9 @@ name ``py-scheduler`` with the default plugins, leader election off and clientCo
     → [Unschedulable: create pods that fit nowhere, wait for PodScheduled=False]
     → create the measured pods (30 creators) and wait until all are bound → stop the scheduler
 
+DRA workloads (a ``DraLoad``) add, once, a ResourceSlice per node, a DeviceClass, a ResourceClaimTemplate
+and kube-controller-manager's resourceclaim controller; per run, their claims (``bench/dra_run.py``).
+
 Figures per run (``bench/measure.py``): throughput (pods bound per second, per-second samples: avg, p50,
 p90, p99), creation→bind latency per pod (p50, p90, p99), scheduler CPU seconds during the measured
 phase and peak RSS. Once per cluster: the API server's Binding ceiling (N threads posting Bindings for
@@ -54,6 +57,7 @@ from typing import Any
 import orjson
 
 from bench import chart
+from bench.dra_run import DraCluster, DraRun
 from bench.measure import (
     Ceiling,
     Conn,
@@ -396,6 +400,9 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
     prefix = f"  [{wl.name} {sched.name} #{rep + 1}]"
     pods_path = f"/api/v1/namespaces/{NS}/pods"
     clean_namespace(env)
+    dra = DraRun(env, wl, tag, NS) if wl.dra else None  # DRA workloads: this run's claims
+    if dra is not None:
+        dra.prepare()
     watch = PodWatch(env.endpoint, NS, resource_version(env))
     watch.start()
     result: dict[str, Any] = {
@@ -455,6 +462,8 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
         # measured pods
         names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
         bodies = encode(wl.template, names)
+        if dra is not None:
+            dra.start(watch, names)  # steady state: measured pods deleted once bound
         sent: dict[str, float] = {}
         created = threading.Event()
         create_errors: list[str] = []
@@ -563,6 +572,8 @@ def run_one(  # noqa: C901 (over 15 branches; to split, issue #22)
     finally:
         if profiler is not None:
             profiler.stop()
+        if dra is not None:
+            dra.stop()
         sched.stop()
         watch.stop()
     with contextlib.suppress(Exception):
@@ -804,6 +815,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (over 15 branc
     )
     t0 = time.monotonic()
     cluster.start()
+    dra_cluster: DraCluster | None = None
     try:
         say(
             f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})"
@@ -825,6 +837,11 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (over 15 branc
             f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
             f"{ceiling.with_events_per_second:,.0f} pods/s"
         )
+
+        dra_wls = [all_wls[n] for n in chosen if all_wls[n].dra is not None]
+        if dra_wls:  # devices on every node, the DeviceClass, the resourceclaim controller
+            dra_cluster = DraCluster(env, NS)
+            dra_cluster.start(dra_wls)
 
         results: dict[str, Any] = {}
         for name in chosen:
@@ -861,6 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (over 15 branc
                 ok=(200, 404),
             )
     finally:
+        if dra_cluster is not None:
+            dra_cluster.stop()
         cluster.stop()
 
     say("\n" + "=" * 78)
