@@ -486,6 +486,11 @@ def build_app(
     objects = ObjectStore()
     waiting = WaitingPods()
     claims = ClaimTracker()
+    claim_writer = None
+    if hasattr(api, "update_status"):  # DynamicResources' claim writes (pyscheduler.client.claims)
+        from pyscheduler.client.claims import ClaimWriter
+
+        claim_writer = ClaimWriter(api, clock.wall)
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=objects,
@@ -498,6 +503,7 @@ def build_app(
             "status_writer": status_writer,
             "metrics": metrics,
             "claims": claims,
+            "claim_writer": claim_writer,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),
         },

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pyscheduler.framework.types import JSON, MalformedObject
 
@@ -378,3 +378,38 @@ class ResourceSlice:
             all_nodes=all_nodes,
             devices=tuple(devices),
         )
+
+
+# ------------------------------------------------------------------------------------ what the plugin is given
+# DynamicResources may import neither the backend nor the client layer: app.py hands it these two objects
+# through ``handle.extra`` ("claims": backend.claims.ClaimTracker, "claim_writer": client.claims.ClaimWriter).
+
+
+class ClaimCache(Protocol):
+    """The claim assume cache with the in-flight allocations (backend.claims.ClaimTracker)."""
+
+    def get(self, namespace: str, name: str) -> ResourceClaim | None: ...
+
+    def allocated_devices(self) -> set[tuple[str, str, str]]: ...
+
+    def signal_pending_allocation(self, claim: ResourceClaim) -> None: ...
+
+    def pending_allocation(self, uid: str) -> ResourceClaim | None: ...
+
+    def remove_pending_allocation(self, uid: str, force: bool = False) -> bool: ...
+
+    def assume(self, claim: ResourceClaim) -> None: ...
+
+    def restore(self, key: str) -> None: ...
+
+
+class ClaimWrites(Protocol):
+    """ResourceClaim status writes (client.claims.ClaimWriter); each returns the claim the API server stored."""
+
+    def reserve(
+        self, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, consumer: JSON
+    ) -> JSON: ...
+
+    def deallocate(self, claim: Mapping[str, Any], consumer_uid: str = "") -> JSON: ...
+
+    def unreserve(self, claim: Mapping[str, Any], consumer_uid: str) -> JSON | None: ...

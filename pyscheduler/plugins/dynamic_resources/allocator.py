@@ -45,6 +45,17 @@ class AllocationError(Exception):
     """The claims cannot be allocated anywhere for a reason that is not about this node's devices."""
 
 
+class NodeAllocationError(AllocationError):
+    """Allocation failed on this node only (kube's ErrFailedAllocationOnNode): other nodes may still do."""
+
+
+class AllocationTimeout(Exception):
+    """The search ran past the filter timeout (DynamicResourcesArgs.filterTimeout)."""
+
+
+TIMEOUT_CHECK_EVERY = 64  # search steps between two looks at the clock
+
+
 @dataclass(slots=True)
 class Pool:
     driver: str
@@ -200,9 +211,14 @@ class Allocator:
 
     # ------------------------------------------------------------------------------ allocate
     def allocate(  # noqa: C901 (over 15 branches; to split, issue #22)
-        self, node_name: str, labels: Mapping[str, str], claims: list[ResourceClaim]
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: list[ResourceClaim],
+        expired: Callable[[], bool] | None = None,
     ) -> list[dict[str, Any]] | None:
-        """One allocation (status.allocation JSON) per claim, or None when this node cannot have them."""
+        """One allocation (status.allocation JSON) per claim, or None when this node cannot have them.
+        ``expired`` (the filter timeout) is asked every few search steps; True raises AllocationTimeout."""
         pools = gather_pools(self.slices, node_name, labels)
         matches: dict[tuple[DeviceID, int, str], bool] = {}
         requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives (1 for exactly)
@@ -257,7 +273,13 @@ class Allocator:
 
             return undo
 
+        steps = [0]
+
         def one(ci: int, ri: int, r: _Request | None, di: int) -> bool:  # noqa: C901 (over 15 branches; to split, issue #22)
+            if expired is not None:
+                steps[0] += 1
+                if steps[0] % TIMEOUT_CHECK_EVERY == 0 and expired():
+                    raise AllocationTimeout()
             if ci >= len(claims):
                 return True
             if ri >= len(requests[ci]):
@@ -304,7 +326,7 @@ class Allocator:
         if not one(0, 0, None, 0):
             for pool in pools:
                 if pool.invalid:
-                    raise AllocationError("invalid resource pools were encountered")
+                    raise NodeAllocationError("invalid resource pools were encountered")
             return None
         out = []
         for ci, claim in enumerate(claims):
