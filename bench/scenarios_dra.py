@@ -359,10 +359,12 @@ add(
 add(
     dra_scenario(
         "dra-batch",
-        "a burst of pods with templates for three devices on one node: three bound, one pending",
+        "a burst of pods with claims for three devices on one node: three bound, one pending",
         [node("n1", "4"), node("n2", "8")],
-        [CLASS, gpus("n1", 3), template("one-gpu")],
-        batch=[claims(pod(f"b{i}", cpu="100m"), "gpu@one-gpu") for i in range(1, 5)],
+        # claims made beforehand: with templates the controller's order of making them would decide
+        # which pods are tried first (seen: kube-scheduler left b1 pending once, b4 another time)
+        [CLASS, gpus("n1", 3), *[claim(f"c{i}") for i in range(1, 5)]],
+        batch=[claims(pod(f"b{i}", cpu="100m"), f"gpu=c{i}") for i in range(1, 5)],
     )
 )
 
