@@ -135,7 +135,9 @@ def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
 
     assert app.scheduler.profiles["py-scheduler"].handle.extra["claims"] is app.claims
     assert app.dra_enabled  # the default profile runs DynamicResources (kube 1.36): the DRA kinds are watched
-    assert app.scheduler.profiles["py-scheduler"].handle.extra["claim_writer"] is None  # NoApi cannot write claims
+    assert (
+        app.scheduler.profiles["py-scheduler"].handle.extra["claim_writer"] is None
+    )  # NoApi cannot write claims
     h = _ClaimHandler(app)
     h.on_add(claim(1, False))
     h.on_update(claim(1, False), claim(2, True))
