@@ -71,47 +71,78 @@ def node_matches(node_name: str, labels: Mapping[str, str], s: ResourceSlice) ->
     if s.all_nodes:
         return True
     if s.node_selector is not None:
-        try:
-            return NodeSelector.parse(s.node_selector, "spec.nodeSelector").matches(labels, node_name)
-        except SelectorError as e:
-            raise AllocationError(f"failed to perform node selection for slice {s.meta.name}: {e}") from None
+        return _parse_selector(s).matches(labels, node_name)
     return False
 
 
-def gather_pools(slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-    every = list(slices)
-    by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in every:
-        if not node_matches(node_name, labels, s):
-            continue
-        key = (s.driver, s.pool)
-        have = by_pool.get(key)
-        if not have or s.pool_generation > have[0].pool_generation:
-            by_pool[key] = [s]
-        elif s.pool_generation == have[0].pool_generation:
-            have.append(s)
-    pools = []
-    for (driver, name), mine in by_pool.items():
-        gen, want = mine[0].pool_generation, mine[0].pool_slice_count
-        if len(mine) != want:
-            # Other slices of the pool may target other nodes: count all of this generation.
-            same = [s for s in every if (s.driver, s.pool) == (driver, name)]
-            if any(s.pool_generation > gen for s in same):
-                continue  # obsolete: a newer generation is being published
-            if sum(1 for s in same if s.pool_generation == gen) != want:
-                pools.append(Pool(driver, name, incomplete=True))
-                continue
-        mine.sort(key=lambda s: s.meta.name)
-        names: set[str] = set()
-        invalid = ""
+def _parse_selector(s: ResourceSlice) -> NodeSelector:
+    try:
+        return NodeSelector.parse(s.node_selector or {}, "spec.nodeSelector")
+    except SelectorError as e:
+        raise AllocationError(f"failed to perform node selection for slice {s.meta.name}: {e}") from None
+
+
+class SliceIndex:
+    """The slices of one allocation attempt, indexed once so that gathering a node's pools looks only at
+    that node's slices and the node-independent ones (not at every slice of the cluster per node)."""
+
+    def __init__(self, slices: Iterable[ResourceSlice]) -> None:
+        self.by_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[tuple[ResourceSlice, NodeSelector | None]] = []  # allNodes / nodeSelector
+        # per pool: newest generation, and how many slices of it exist (over all nodes)
+        self.generations: dict[tuple[str, str], tuple[int, int]] = {}
+        for s in slices:
+            key = (s.driver, s.pool)
+            gen, n = self.generations.get(key, (s.pool_generation, 0))
+            if s.pool_generation > gen:
+                gen, n = s.pool_generation, 0
+            if s.pool_generation == gen:
+                n += 1
+            self.generations[key] = (gen, n)
+            if s.node_name:
+                self.by_node.setdefault(s.node_name, []).append(s)
+            elif s.all_nodes:
+                self.shared.append((s, None))
+            elif s.node_selector is not None:
+                self.shared.append((s, _parse_selector(s)))
+
+    def pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+        mine = list(self.by_node.get(node_name, ()))
+        mine.extend(s for s, sel in self.shared if sel is None or sel.matches(labels, node_name))
         for s in mine:
-            for d in s.devices:
-                if d.name in names:
-                    invalid = f"duplicate device name {d.name}"
-                names.add(d.name)
-        pools.append(Pool(driver, name, mine, invalid=invalid))
-    pools.sort(key=lambda p: (p.driver, p.name))
-    return pools
+            key = (s.driver, s.pool)
+            have = by_pool.get(key)
+            if not have or s.pool_generation > have[0].pool_generation:
+                by_pool[key] = [s]
+            elif s.pool_generation == have[0].pool_generation:
+                have.append(s)
+        pools = []
+        for (driver, name), found in by_pool.items():
+            gen, want = found[0].pool_generation, found[0].pool_slice_count
+            if len(found) != want:
+                # Other slices of the pool may target other nodes: count all of this generation.
+                newest, count = self.generations[(driver, name)]
+                if newest > gen:
+                    continue  # obsolete: a newer generation is being published
+                if count != want:
+                    pools.append(Pool(driver, name, incomplete=True))
+                    continue
+            found.sort(key=lambda s: s.meta.name)
+            names: set[str] = set()
+            invalid = ""
+            for s in found:
+                for d in s.devices:
+                    if d.name in names:
+                        invalid = f"duplicate device name {d.name}"
+                    names.add(d.name)
+            pools.append(Pool(driver, name, found, invalid=invalid))
+        pools.sort(key=lambda p: (p.driver, p.name))
+        return pools
+
+
+def gather_pools(slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+    return SliceIndex(slices).pools(node_name, labels)
 
 
 @dataclass(slots=True)
@@ -185,6 +216,7 @@ class Allocator:
     ) -> None:
         self.classes = classes
         self.slices = slices
+        self._index: SliceIndex | None = None
         self.allocated = allocated
         self.cel = cel_cache
         self._cel_devices: dict[DeviceID, Device] = {}
@@ -219,7 +251,9 @@ class Allocator:
     ) -> list[dict[str, Any]] | None:
         """One allocation (status.allocation JSON) per claim, or None when this node cannot have them.
         ``expired`` (the filter timeout) is asked every few search steps; True raises AllocationTimeout."""
-        pools = gather_pools(self.slices, node_name, labels)
+        if self._index is None:
+            self._index = SliceIndex(self.slices)
+        pools = self._index.pools(node_name, labels)
         matches: dict[tuple[DeviceID, int, str], bool] = {}
         requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives (1 for exactly)
         constraints: list[list[_MatchAttribute]] = []
