@@ -204,6 +204,34 @@ class _MatchAttribute:
             self.value = None
 
 
+class _DistinctAttribute(_MatchAttribute):
+    """kube's distinctAttributeConstraint: every device the constraint covers has a different value of the
+    attribute. As kube does, the values are remembered per request name (not per device), so a second
+    device of the same request replaces the first one's value in the comparison set."""
+
+    def __init__(self, requests: tuple[str, ...], attribute: str) -> None:
+        super().__init__(requests, attribute)
+        self.values: dict[str, tuple[str, Any]] = {}
+
+    def add(self, base: str, sub: str, device: SliceDevice, driver: str) -> bool:
+        if self.requests and not self._applies(base, sub):
+            return True
+        v = self._lookup(device, driver)
+        if v is None:
+            return False
+        if self.n and any(v == seen for seen in self.values.values()):
+            return False
+        self.values[base] = v
+        self.n += 1
+        return True
+
+    def remove(self, base: str, sub: str) -> None:
+        if self.requests and not self._applies(base, sub):
+            return
+        self.values.pop(base, None)
+        self.n -= 1
+
+
 class Allocator:
     """One allocation attempt over the given state; ``allocate`` may be called once per node."""
 
@@ -256,7 +284,7 @@ class Allocator:
         pools = self._index.pools(node_name, labels)
         matches: dict[tuple[DeviceID, int, str], bool] = {}
         requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives (1 for exactly)
-        constraints: list[list[_MatchAttribute]] = []
+        constraints: list[list[_MatchAttribute]] = []  # _DistinctAttribute is one too
         for ci, claim in enumerate(claims):
             per_claim = []
             for req in claim.requests:
@@ -268,11 +296,7 @@ class Allocator:
                 if c.match_attribute:
                     cons.append(_MatchAttribute(c.requests, c.match_attribute))
                 elif c.distinct_attribute:
-                    # DRAConsumableCapacity's distinctAttribute is not implemented yet: refuse rather
-                    # than allocate devices the constraint would have excluded.
-                    raise AllocationError(
-                        f"claim {claim.key}, constraint #{i}: distinctAttribute is not supported by pyscheduler yet"
-                    )
+                    cons.append(_DistinctAttribute(c.requests, c.distinct_attribute))
                 else:
                     raise AllocationError(
                         f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"

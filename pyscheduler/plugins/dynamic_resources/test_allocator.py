@@ -287,3 +287,68 @@ def test_with_class_device_config_and_claim_config() -> None:
         {"source": "FromClass", "requests": ["r0", "r1"], **opaque},
         {"source": "FromClaim", "requests": ["r1"], **opaque},
     ]
+
+
+NUMA = f"{DRIVER_A}/numa"
+
+
+@pytest.mark.parametrize(
+    ("requests", "constraint", "devices", "want"),
+    [
+        pytest.param(
+            [req("r0"), req("r1")],
+            {"distinctAttribute": NUMA},
+            [dev("d1", numa={"int": 0}), dev("d2", numa={"int": 0}), dev("d3", numa={"int": 1})],
+            [("r0", "d1"), ("r1", "d3")],
+            id="second request skips the device with the same value",
+        ),
+        pytest.param(
+            [req("r0"), req("r1")],
+            {"distinctAttribute": NUMA},
+            [dev("d1", numa={"int": 0}), dev("d2", numa={"int": 0})],
+            None,
+            id="no distinct values left",
+        ),
+        pytest.param(
+            [req("r0"), req("r1")],
+            {"distinctAttribute": NUMA},
+            [dev("d1", numa={"int": 0}), dev("d2")],
+            None,
+            id="a device without the attribute cannot be added",
+        ),
+        pytest.param(
+            [req("r0"), req("r1"), req("r2")],
+            {"requests": ["r0", "r1"], "distinctAttribute": NUMA},
+            [dev("d1", numa={"int": 0}), dev("d2", numa={"int": 0}), dev("d3", numa={"int": 1})],
+            [("r0", "d1"), ("r1", "d3"), ("r2", "d2")],
+            id="only the named requests are constrained",
+        ),
+        pytest.param(
+            [req("r0"), req("r1")],
+            {"distinctAttribute": "numa"},
+            [dev("d1", numa={"string": "0"}), dev("d2", numa={"int": 0})],
+            [("r0", "d1"), ("r1", "d2")],
+            id="values of different types are distinct",
+        ),
+        pytest.param(
+            [req("r0", count=3)],
+            {"distinctAttribute": NUMA},
+            [dev("d1", numa={"int": 0}), dev("d2", numa={"int": 1}), dev("d3", numa={"int": 0})],
+            [("r0", "d1"), ("r0", "d2"), ("r0", "d3")],
+            id="values are remembered per request name, as kube does (the last device of a request)",
+        ),
+    ],
+)
+def test_distinct_attribute(
+    requests: list[dict[str, Any]],
+    constraint: dict[str, Any],
+    devices: list[dict[str, Any]],
+    want: list[tuple[str, str]] | None,
+) -> None:
+    out = allocate(
+        [claim("c0", *requests, constraints=[constraint])], [slice_("s1", "p1", DRIVER_A, *devices)]
+    )
+    if want is None:
+        assert out is None
+        return
+    assert [(r, d) for r, _, _, d in results(out)[0]] == want
