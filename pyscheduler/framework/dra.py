@@ -104,6 +104,47 @@ def _selectors(raw: Any, path: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceTaint:
+    key: str
+    value: str = ""
+    effect: str = ""  # NoSchedule, NoExecute, None (only the first two keep a device from being allocated)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    key: str = ""
+    operator: str = ""  # "" means Equal
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: DeviceTaint) -> bool:
+        """kube's resourceclaim.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+def _tolerations(raw: Any, path: str) -> tuple[DeviceToleration, ...]:
+    out = []
+    for i, t in enumerate(_list(raw, path)):
+        p = f"{path}[{i}]"
+        t = _map(t, p)
+        out.append(
+            DeviceToleration(
+                key=_str(t.get("key"), f"{p}.key"),
+                operator=_str(t.get("operator"), f"{p}.operator"),
+                value=_str(t.get("value"), f"{p}.value"),
+                effect=_str(t.get("effect"), f"{p}.effect"),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class ExactRequest:
     """An ``exactly`` request or one ``firstAvailable`` subrequest."""
 
@@ -113,6 +154,7 @@ class ExactRequest:
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
     admin_access: bool = False
+    tolerations: tuple[DeviceToleration, ...] = ()
 
     @classmethod
     def from_dict(cls, name: str, raw: Mapping[str, Any], path: str) -> ExactRequest:
@@ -129,6 +171,7 @@ class ExactRequest:
             allocation_mode=mode,
             count=count,
             admin_access=_bool(raw.get("adminAccess"), f"{path}.adminAccess"),
+            tolerations=_tolerations(raw.get("tolerations"), f"{path}.tolerations"),
         )
 
 
@@ -319,6 +362,7 @@ class Device:
     attributes: Mapping[str, Mapping[str, Any]]  # name -> {"int"|"bool"|"string"|"version": value}
     capacity: Mapping[str, str]  # name -> quantity string
     allow_multiple_allocations: bool = False
+    taints: tuple[DeviceTaint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,8 +399,20 @@ class ResourceSlice:
             cap = {}
             for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
                 cap[k] = _str(_map(v, f"{p}.capacity[{k}]").get("value"), f"{p}.capacity[{k}].value", "0")
+            taints = []
+            for j, t in enumerate(_list(d.get("taints"), f"{p}.taints")):
+                tp = f"{p}.taints[{j}]"
+                t = _map(t, tp)
+                taints.append(
+                    DeviceTaint(
+                        key=_str(t.get("key"), f"{tp}.key"),
+                        value=_str(t.get("value"), f"{tp}.value"),
+                        effect=_str(t.get("effect"), f"{tp}.effect"),
+                    )
+                )
             devices.append(
                 Device(
+                    taints=tuple(taints),
                     name=_str(d.get("name"), f"{p}.name"),
                     attributes=attrs,
                     capacity=cap,

@@ -204,6 +204,15 @@ class _MatchAttribute:
             self.value = None
 
 
+def taint_prevents_allocation(device: SliceDevice, request: ExactRequest) -> bool:
+    """A NoSchedule or NoExecute taint the request does not tolerate (DRADeviceTaints, beta and on in
+    1.36); other effects, None included, do not keep a device from being allocated."""
+    return any(
+        t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in request.tolerations)
+        for t in device.taints
+    )
+
+
 class _DistinctAttribute(_MatchAttribute):
     """kube's distinctAttributeConstraint: every device the constraint covers has a different value of the
     attribute. As kube does, the values are remembered per request name (not per device), so a second
@@ -314,6 +323,8 @@ class Allocator:
                 if r.claim_index in taking.get(did, ()):
                     return None
             elif in_use(did):
+                return None
+            if dev.taints and taint_prevents_allocation(dev, r.exact):
                 return None
             for added, c in enumerate(constraints[r.claim_index]):
                 if not c.add(r.base, r.sub, dev, did[0]):

@@ -352,3 +352,50 @@ def test_distinct_attribute(
         assert out is None
         return
     assert [(r, d) for r, _, _, d in results(out)[0]] == want
+
+
+def tainted(name: str, *taints: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "taints": list(taints)}
+
+
+NO_SCHEDULE = {"key": "broken", "value": "yes", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("taints", "tolerations", "allocated"),
+    [
+        pytest.param([], [], True, id="untainted"),
+        pytest.param([NO_SCHEDULE], [], False, id="NoSchedule not tolerated"),
+        pytest.param([{"key": "k", "effect": "NoExecute"}], [], False, id="NoExecute not tolerated"),
+        pytest.param([{"key": "k", "effect": "None"}], [], True, id="effect None does not keep it"),
+        pytest.param([NO_SCHEDULE], [{"key": "broken", "operator": "Exists"}], True, id="Exists on the key"),
+        pytest.param(
+            [NO_SCHEDULE], [{"key": "broken", "value": "yes"}], True, id="Equal (default) on the value"
+        ),
+        pytest.param([NO_SCHEDULE], [{"key": "broken", "value": "no"}], False, id="Equal on another value"),
+        pytest.param(
+            [NO_SCHEDULE], [{"operator": "Exists", "effect": "NoExecute"}], False, id="other effect tolerated"
+        ),
+        pytest.param([NO_SCHEDULE], [{"operator": "Exists"}], True, id="Exists on everything"),
+        pytest.param(
+            [NO_SCHEDULE, {"key": "b", "effect": "NoExecute"}],
+            [{"key": "broken", "operator": "Exists"}],
+            False,
+            id="every taint must be tolerated",
+        ),
+    ],
+)
+def test_device_taints_and_tolerations(
+    taints: list[dict[str, str]], tolerations: list[dict[str, str]], allocated: bool
+) -> None:
+    r = req("r0")
+    r["exactly"]["tolerations"] = tolerations
+    out = allocate([claim("c0", r)], [slice_("s1", "p1", DRIVER_A, tainted("d1", *taints))])
+    assert (out is not None) == allocated
+
+
+def test_tainted_device_is_skipped_for_the_next_one() -> None:
+    out = allocate(
+        [claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, tainted("d1", NO_SCHEDULE), dev("d2"))]
+    )
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d2")]]
