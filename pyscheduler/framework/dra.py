@@ -2,17 +2,21 @@
 
 Parsed from the API's JSON by ``from_dict``; a field of the wrong shape raises ``MalformedObject`` with the
 field's path. What scheduling reads is kept as slotted records; the claim keeps its raw status allocation
-too, because PreBind writes it back. Only the GA feature set of 1.36 is read (exactly/firstAvailable
-requests, selectors, counts, allocation modes, constraints, admin access, pools); device taints, counters,
-consumable capacity and binding conditions are not.
+too, because PreBind writes it back. Read: the GA feature set of 1.36 (exactly/firstAvailable requests,
+selectors, counts, allocation modes, constraints, admin access, pools) and the beta features on by default:
+device taints and request tolerations, partitionable devices (shared counters, counter consumption,
+per-device node selection), binding conditions. Consumable capacity (capacity requests and policies) is
+kept raw and not used yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
+from pyscheduler.framework.quantity import QuantityError, parse_quantity
 from pyscheduler.framework.types import JSON, MalformedObject
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
@@ -155,6 +159,7 @@ class ExactRequest:
     count: int = 1
     admin_access: bool = False
     tolerations: tuple[DeviceToleration, ...] = ()
+    raw_tolerations: tuple[JSON, ...] = field(default=(), compare=False, repr=False)  # copied into results
 
     @classmethod
     def from_dict(cls, name: str, raw: Mapping[str, Any], path: str) -> ExactRequest:
@@ -172,6 +177,7 @@ class ExactRequest:
             count=count,
             admin_access=_bool(raw.get("adminAccess"), f"{path}.adminAccess"),
             tolerations=_tolerations(raw.get("tolerations"), f"{path}.tolerations"),
+            raw_tolerations=tuple(dict(t) for t in _list(raw.get("tolerations"), f"{path}.tolerations")),
         )
 
 
@@ -356,6 +362,9 @@ class DeviceClass:
         )
 
 
+Counters = Mapping[str, Fraction]  # counter name -> value (a quantity)
+
+
 @dataclass(frozen=True, slots=True)
 class Device:
     name: str
@@ -363,12 +372,92 @@ class Device:
     capacity: Mapping[str, str]  # name -> quantity string
     allow_multiple_allocations: bool = False
     taints: tuple[DeviceTaint, ...] = ()
+    # DRAPartitionableDevices: counters taken from the pool's counter sets (counter set, counters)
+    consumes_counters: tuple[tuple[str, Counters], ...] = ()
+    # node selection of this device, when its slice has perDeviceNodeSelection
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: JSON | None = None
+    # DRADeviceBindingConditions
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
+    raw_capacity: JSON = field(default_factory=dict, compare=False, repr=False)  # consumable capacity policy
+
+
+def _counters(raw: Any, path: str) -> dict[str, Fraction]:
+    out = {}
+    for k, v in _map(raw, path).items():
+        text = _str(_map(v, f"{path}[{k}]").get("value"), f"{path}[{k}].value", "0")
+        try:
+            out[str(k)] = parse_quantity(text)
+        except QuantityError as e:
+            raise MalformedObject(f"{path}[{k}].value: {e}") from None
+    return out
+
+
+def _strings(raw: Any, path: str) -> tuple[str, ...]:
+    return tuple(_str(x, path) for x in _list(raw, path))
+
+
+def _device(d: Any, p: str, per_device: bool) -> Device:
+    d = _map(d, p)
+    attrs = {}
+    for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
+        attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
+    cap = {}
+    raw_cap = {}
+    for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
+        entry = _map(v, f"{p}.capacity[{k}]")
+        cap[k] = _str(entry.get("value"), f"{p}.capacity[{k}].value", "0")
+        raw_cap[k] = dict(entry)
+    taints = []
+    for j, t in enumerate(_list(d.get("taints"), f"{p}.taints")):
+        tp = f"{p}.taints[{j}]"
+        t = _map(t, tp)
+        taints.append(
+            DeviceTaint(
+                key=_str(t.get("key"), f"{tp}.key"),
+                value=_str(t.get("value"), f"{tp}.value"),
+                effect=_str(t.get("effect"), f"{tp}.effect"),
+            )
+        )
+    consumes = []
+    for j, c in enumerate(_list(d.get("consumesCounters"), f"{p}.consumesCounters")):
+        cp = f"{p}.consumesCounters[{j}]"
+        c = _map(c, cp)
+        consumes.append(
+            (_str(c.get("counterSet"), f"{cp}.counterSet"), _counters(c.get("counters"), f"{cp}.counters"))
+        )
+    node_name = _str(d.get("nodeName"), f"{p}.nodeName")
+    all_nodes = _bool(d.get("allNodes"), f"{p}.allNodes")
+    node_selector = d.get("nodeSelector")
+    if per_device and sum((bool(node_name), node_selector is not None, all_nodes)) != 1:
+        raise MalformedObject(f"{p}: exactly one of nodeName, nodeSelector, allNodes must be set")
+    return Device(
+        name=_str(d.get("name"), f"{p}.name"),
+        attributes=attrs,
+        capacity=cap,
+        allow_multiple_allocations=_bool(d.get("allowMultipleAllocations"), f"{p}.allowMultipleAllocations"),
+        taints=tuple(taints),
+        consumes_counters=tuple(consumes),
+        node_name=node_name,
+        all_nodes=all_nodes,
+        node_selector=dict(_map(node_selector, f"{p}.nodeSelector")) if node_selector is not None else None,
+        binding_conditions=_strings(d.get("bindingConditions"), f"{p}.bindingConditions"),
+        binding_failure_conditions=_strings(
+            d.get("bindingFailureConditions"), f"{p}.bindingFailureConditions"
+        ),
+        binds_to_node=_bool(d.get("bindsToNode"), f"{p}.bindsToNode"),
+        raw_capacity=raw_cap,
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class ResourceSlice:
     """A slice of a pool. Node-local when ``node_name`` is set; else ``node_selector`` (raw v1
-    NodeSelector) or ``all_nodes``."""
+    NodeSelector), ``all_nodes``, or ``per_device_node_selection`` (each device says where it is).
+    ``shared_counters`` (DRAPartitionableDevices) are the pool's counter sets, by name."""
 
     meta: Meta
     driver: str
@@ -379,6 +468,8 @@ class ResourceSlice:
     node_selector: JSON | None = None
     all_nodes: bool = False
     devices: tuple[Device, ...] = ()
+    per_device_node_selection: bool = False
+    shared_counters: tuple[tuple[str, Counters], ...] = ()
 
     @classmethod
     def from_dict(cls, obj: JSON) -> ResourceSlice:
@@ -387,40 +478,20 @@ class ResourceSlice:
         node_name = _str(spec.get("nodeName"), "spec.nodeName")
         node_selector = spec.get("nodeSelector")
         all_nodes = _bool(spec.get("allNodes"), "spec.allNodes")
-        if sum((bool(node_name), node_selector is not None, all_nodes)) > 1:
-            raise MalformedObject("spec: at most one of nodeName, nodeSelector, allNodes may be set")
-        devices = []
-        for i, d in enumerate(_list(spec.get("devices"), "spec.devices")):
-            p = f"spec.devices[{i}]"
-            d = _map(d, p)
-            attrs = {}
-            for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
-                attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
-            cap = {}
-            for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
-                cap[k] = _str(_map(v, f"{p}.capacity[{k}]").get("value"), f"{p}.capacity[{k}].value", "0")
-            taints = []
-            for j, t in enumerate(_list(d.get("taints"), f"{p}.taints")):
-                tp = f"{p}.taints[{j}]"
-                t = _map(t, tp)
-                taints.append(
-                    DeviceTaint(
-                        key=_str(t.get("key"), f"{tp}.key"),
-                        value=_str(t.get("value"), f"{tp}.value"),
-                        effect=_str(t.get("effect"), f"{tp}.effect"),
-                    )
-                )
-            devices.append(
-                Device(
-                    taints=tuple(taints),
-                    name=_str(d.get("name"), f"{p}.name"),
-                    attributes=attrs,
-                    capacity=cap,
-                    allow_multiple_allocations=_bool(
-                        d.get("allowMultipleAllocations"), f"{p}.allowMultipleAllocations"
-                    ),
-                )
+        per_device = _bool(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
+        if sum((bool(node_name), node_selector is not None, all_nodes, per_device)) > 1:
+            raise MalformedObject(
+                "spec: at most one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection may be set"
             )
+        devices = [
+            _device(d, f"spec.devices[{i}]", per_device)
+            for i, d in enumerate(_list(spec.get("devices"), "spec.devices"))
+        ]
+        shared = []
+        for i, c in enumerate(_list(spec.get("sharedCounters"), "spec.sharedCounters")):
+            cp = f"spec.sharedCounters[{i}]"
+            c = _map(c, cp)
+            shared.append((_str(c.get("name"), f"{cp}.name"), _counters(c.get("counters"), f"{cp}.counters")))
         return cls(
             meta=Meta.from_dict(obj),
             driver=_str(spec.get("driver"), "spec.driver"),
@@ -433,6 +504,8 @@ class ResourceSlice:
             else None,
             all_nodes=all_nodes,
             devices=tuple(devices),
+            per_device_node_selection=per_device,
+            shared_counters=tuple(shared),
         )
 
 

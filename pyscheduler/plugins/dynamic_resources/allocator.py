@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from pyscheduler.framework.dra import (
@@ -60,9 +61,14 @@ TIMEOUT_CHECK_EVERY = 64  # search steps between two looks at the clock
 class Pool:
     driver: str
     name: str
-    slices: list[ResourceSlice] = field(default_factory=list)
+    slices: list[ResourceSlice] = field(default_factory=list)  # the slices with devices for the node
     incomplete: bool = False
     invalid: str = ""
+    # DRAPartitionableDevices: counter sets by name, and the pool's device slices for other nodes (their
+    # allocated devices consume counters too)
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    other_slices: list[ResourceSlice] = field(default_factory=list)
+    has_binding_conditions: bool = False
 
 
 def node_matches(node_name: str, labels: Mapping[str, str], s: ResourceSlice) -> bool:
@@ -82,16 +88,74 @@ def _parse_selector(s: ResourceSlice) -> NodeSelector:
         raise AllocationError(f"failed to perform node selection for slice {s.meta.name}: {e}") from None
 
 
+def device_matches_node(node_name: str, labels: Mapping[str, str], s: ResourceSlice, d: SliceDevice) -> bool:
+    """For a slice with perDeviceNodeSelection: whether this device is reachable from the node."""
+    if d.node_name:
+        return d.node_name == node_name
+    if d.all_nodes:
+        return True
+    if d.node_selector is not None:
+        try:
+            return NodeSelector.parse(d.node_selector, "nodeSelector").matches(labels, node_name)
+        except SelectorError as e:
+            raise AllocationError(
+                f"failed to perform node selection for device {d.name} in slice {s.meta.name}: {e}"
+            ) from None
+    return False
+
+
+def _build_pool(
+    driver: str, name: str, found: list[ResourceSlice], every: list[ResourceSlice] | None
+) -> Pool:
+    """kube's buildPool: device slices (sorted by name) with unique device names, counter sets from the
+    slices that carry them, every counter a device consumes declared in its set."""
+    found.sort(key=lambda s: s.meta.name)
+    device_slices = [s for s in found if not s.shared_counters]
+    pool = Pool(driver, name, device_slices)
+    names: set[str] = set()
+    for s in device_slices:
+        for d in s.devices:
+            if d.name in names:
+                pool.invalid = f"duplicate device name {d.name}"
+                return pool
+            names.add(d.name)
+            pool.has_binding_conditions |= bool(d.binding_conditions)
+    for s in found:
+        for set_name, counters in s.shared_counters:
+            if set_name in pool.counter_sets:
+                pool.invalid = f"duplicate counter set name {set_name}"
+                return pool
+            pool.counter_sets[set_name] = dict(counters)
+    if every is not None:
+        seen = {s.meta.name for s in found}
+        pool.other_slices = [s for s in every if s.meta.name not in seen and not s.shared_counters]
+    for s in (*device_slices, *pool.other_slices):
+        for d in s.devices:
+            for set_name, counters in d.consumes_counters:
+                cs = pool.counter_sets.get(set_name)
+                if cs is None:
+                    pool.invalid = f"counter set {set_name} not found"
+                    return pool
+                for counter in counters:
+                    if counter not in cs:
+                        pool.invalid = f"counter {counter} not found in counter set {set_name}"
+                        return pool
+    return pool
+
+
 class SliceIndex:
     """The slices of one allocation attempt, indexed once so that gathering a node's pools looks only at
     that node's slices and the node-independent ones (not at every slice of the cluster per node)."""
 
     def __init__(self, slices: Iterable[ResourceSlice]) -> None:
         self.by_node: dict[str, list[ResourceSlice]] = {}
-        self.shared: list[tuple[ResourceSlice, NodeSelector | None]] = []  # allNodes / nodeSelector
+        # allNodes / nodeSelector / counter sets / per-device node selection
+        self.shared: list[tuple[ResourceSlice, NodeSelector | None]] = []
         # per pool: newest generation, and how many slices of it exist (over all nodes)
         self.generations: dict[tuple[str, str], tuple[int, int]] = {}
+        self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
         for s in slices:
+            self.by_pool.setdefault((s.driver, s.pool), []).append(s)
             key = (s.driver, s.pool)
             gen, n = self.generations.get(key, (s.pool_generation, 0))
             if s.pool_generation > gen:
@@ -99,17 +163,27 @@ class SliceIndex:
             if s.pool_generation == gen:
                 n += 1
             self.generations[key] = (gen, n)
-            if s.node_name:
+            if s.node_name and not s.shared_counters:
                 self.by_node.setdefault(s.node_name, []).append(s)
-            elif s.all_nodes:
+            elif s.all_nodes or s.shared_counters or s.per_device_node_selection:
                 self.shared.append((s, None))
             elif s.node_selector is not None:
                 self.shared.append((s, _parse_selector(s)))
+            # a slice with no node selection at all is some future extension: left out, as kube does
+
+    def _relevant(
+        self, s: ResourceSlice, sel: NodeSelector | None, node_name: str, labels: Mapping[str, str]
+    ) -> bool:
+        if s.shared_counters or s.all_nodes:
+            return True  # counter sets are needed to use a pool wherever its devices are
+        if s.per_device_node_selection:
+            return any(device_matches_node(node_name, labels, s, d) for d in s.devices)
+        return sel is not None and sel.matches(labels, node_name)
 
     def pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
         mine = list(self.by_node.get(node_name, ()))
-        mine.extend(s for s, sel in self.shared if sel is None or sel.matches(labels, node_name))
+        mine.extend(s for s, sel in self.shared if self._relevant(s, sel, node_name, labels))
         for s in mine:
             key = (s.driver, s.pool)
             have = by_pool.get(key)
@@ -120,6 +194,7 @@ class SliceIndex:
         pools = []
         for (driver, name), found in by_pool.items():
             gen, want = found[0].pool_generation, found[0].pool_slice_count
+            every = None
             if len(found) != want:
                 # Other slices of the pool may target other nodes: count all of this generation.
                 newest, count = self.generations[(driver, name)]
@@ -128,16 +203,10 @@ class SliceIndex:
                 if count != want:
                     pools.append(Pool(driver, name, incomplete=True))
                     continue
-            found.sort(key=lambda s: s.meta.name)
-            names: set[str] = set()
-            invalid = ""
-            for s in found:
-                for d in s.devices:
-                    if d.name in names:
-                        invalid = f"duplicate device name {d.name}"
-                    names.add(d.name)
-            pools.append(Pool(driver, name, found, invalid=invalid))
-        pools.sort(key=lambda p: (p.driver, p.name))
+                every = [s for s in self.by_pool[(driver, name)] if s.pool_generation == gen]
+            pools.append(_build_pool(driver, name, found, every))
+        # pools whose devices have binding conditions come last: devices usable at once are preferred
+        pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
         return pools
 
 
@@ -155,7 +224,7 @@ class _Request:
     exact: ExactRequest
     cls: DeviceClass
     num_devices: int = 0
-    all_devices: list[tuple[DeviceID, SliceDevice]] = field(default_factory=list)
+    all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice]] = field(default_factory=list)
 
 
 class _MatchAttribute:
@@ -241,6 +310,58 @@ class _DistinctAttribute(_MatchAttribute):
         self.n -= 1
 
 
+_Chosen = tuple[_Request, DeviceID, SliceDevice, ResourceSlice]
+
+
+class _Counters:
+    """DRAPartitionableDevices: what is left of each pool's counter sets. Available counters start from the
+    pool's counter sets minus what its allocated devices (on any node) consume; the devices picked in this
+    attempt consume more. As kube does, pools are told apart by pool name only."""
+
+    def __init__(self, allocated: set[DeviceID]) -> None:
+        self.allocated = allocated
+        self.available: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.consumed: dict[str, dict[str, dict[str, Fraction]]] = {}
+
+    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        got = self.available.get(pool.name)
+        if got is None:
+            got = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            for s in (*pool.slices, *pool.other_slices):
+                for d in s.devices:
+                    if (s.driver, s.pool, d.name) not in self.allocated:
+                        continue
+                    for set_name, counters in d.consumes_counters:
+                        have = got.get(set_name, {})
+                        for c, v in counters.items():
+                            if c in have:
+                                have[c] -= v  # may go negative: then nothing is left
+            self.available[pool.name] = got
+        return got
+
+    def reserve(self, pool: Pool, dev: SliceDevice) -> bool:
+        available = self._available(pool)
+        consumed = self.consumed.setdefault(pool.name, {})
+        for set_name, counters in dev.consumes_counters:
+            into = consumed.setdefault(set_name, {})
+            for c, v in counters.items():
+                into[c] = into.get(c, Fraction(0)) + v
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for c, v in counters.items():
+                if v < used.get(c, 0):
+                    self.release(pool, dev)
+                    return False
+        return True
+
+    def release(self, pool: Pool, dev: SliceDevice) -> None:
+        consumed = self.consumed.get(pool.name, {})
+        for set_name, counters in dev.consumes_counters:
+            into = consumed.get(set_name, {})
+            for c, v in counters.items():
+                into[c] = into.get(c, Fraction(0)) - v
+
+
 class Allocator:
     """One allocation attempt over the given state; ``allocate`` may be called once per node."""
 
@@ -298,7 +419,9 @@ class Allocator:
             per_claim = []
             for req in claim.requests:
                 alts = [req.exactly] if req.exactly is not None else list(req.first_available)
-                per_claim.append([self._request(ci, claim, req.name, a, pools, matches) for a in alts])
+                per_claim.append(
+                    [self._request(ci, claim, req.name, a, pools, matches, node_name, labels) for a in alts]
+                )
             requests.append(per_claim)
             cons = []
             for i, c in enumerate(claim.constraints):
@@ -313,32 +436,42 @@ class Allocator:
             constraints.append(cons)
 
         taking: dict[DeviceID, set[int]] = {}
-        results: list[list[tuple[_Request, DeviceID]]] = [[] for _ in claims]
+        results: list[list[tuple[_Request, DeviceID, SliceDevice, ResourceSlice]]] = [[] for _ in claims]
+        pool_of = {(p.driver, p.name): p for p in pools}
+        counters = _Counters(self.allocated)
 
         def in_use(did: DeviceID) -> bool:
             return did in self.allocated or bool(taking.get(did))
 
-        def take(r: _Request, did: DeviceID, dev: SliceDevice) -> Callable[[], None] | None:
+        def take(
+            r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice
+        ) -> Callable[[], None] | None:
             if r.exact.admin_access:
                 if r.claim_index in taking.get(did, ()):
                     return None
             elif in_use(did):
                 return None
+            pool = pool_of[(did[0], did[1])]
+            if dev.consumes_counters and not counters.reserve(pool, dev):
+                return None
             if dev.taints and taint_prevents_allocation(dev, r.exact):
+                counters.release(pool, dev)
                 return None
             for added, c in enumerate(constraints[r.claim_index]):
                 if not c.add(r.base, r.sub, dev, did[0]):
                     for c2 in constraints[r.claim_index][:added][::-1]:
                         c2.remove(r.base, r.sub)
+                    counters.release(pool, dev)
                     return None
             taking.setdefault(did, set()).add(r.claim_index)
-            results[r.claim_index].append((r, did))
+            results[r.claim_index].append((r, did, dev, sl))
 
             def undo() -> None:
                 results[r.claim_index].pop()
                 taking[did].discard(r.claim_index)
                 for c in constraints[r.claim_index][::-1]:
                     c.remove(r.base, r.sub)
+                counters.release(pool, dev)
 
             return undo
 
@@ -363,8 +496,8 @@ class Allocator:
             if len(results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
                 return False
             if r.exact.allocation_mode == ALLOCATION_MODE_ALL:
-                did, dev = r.all_devices[di]
-                undo = take(r, did, dev)
+                did, dev, sl = r.all_devices[di]
+                undo = take(r, did, dev, sl)
                 if undo is None:
                     return False
                 if one(ci, ri, r, di + 1):
@@ -382,9 +515,9 @@ class Allocator:
                                 continue
                         elif in_use(did):
                             continue
-                        if not self._selectable(r, did, dev, matches):
+                        if not self._selectable(r, did, dev, matches, s, node_name, labels):
                             continue
-                        undo = take(r, did, dev)
+                        undo = take(r, did, dev, s)
                         if undo is None:
                             continue
                         if one(ci, ri, r, di + 1):
@@ -400,7 +533,7 @@ class Allocator:
         out = []
         for ci, claim in enumerate(claims):
             devs = []
-            for r, did in results[ci]:
+            for r, did, dev, _ in results[ci]:
                 entry: dict[str, Any] = {
                     "request": r.name,
                     "driver": did[0],
@@ -409,12 +542,18 @@ class Allocator:
                 }
                 if r.exact.admin_access:
                     entry["adminAccess"] = True
+                if r.exact.raw_tolerations:
+                    entry["tolerations"] = [dict(t) for t in r.exact.raw_tolerations]
+                if dev.binding_conditions:
+                    entry["bindingConditions"] = list(dev.binding_conditions)
+                if dev.binding_failure_conditions:
+                    entry["bindingFailureConditions"] = list(dev.binding_failure_conditions)
                 devs.append(entry)
             allocation: dict[str, Any] = {"devices": {"results": devs}}
             config = self._config(claim, results[ci])
             if config:
                 allocation["devices"]["config"] = config
-            selector = self._node_selector(node_name, results[ci], pools)
+            selector = self._node_selector(node_name, results[ci])
             if selector is not None:
                 allocation["nodeSelector"] = selector
             out.append(allocation)
@@ -428,6 +567,8 @@ class Allocator:
         exact: ExactRequest,
         pools: list[Pool],
         matches: dict[tuple[DeviceID, int, str], bool],
+        node_name: str,
+        labels: Mapping[str, str],
     ) -> _Request:
         if not exact.device_class_name:
             raise AllocationError(
@@ -456,15 +597,22 @@ class Allocator:
                 for s in pool.slices:
                     for dev in s.devices:
                         did = (pool.driver, pool.name, dev.name)
-                        if self._selectable(r, did, dev, matches):
-                            r.all_devices.append((did, dev))
+                        if self._selectable(r, did, dev, matches, s, node_name, labels):
+                            r.all_devices.append((did, dev, s))
             r.num_devices = len(r.all_devices)
         else:
             r.num_devices = exact.count
         return r
 
     def _selectable(
-        self, r: _Request, did: DeviceID, dev: SliceDevice, matches: dict[tuple[DeviceID, int, str], bool]
+        self,
+        r: _Request,
+        did: DeviceID,
+        dev: SliceDevice,
+        matches: dict[tuple[DeviceID, int, str], bool],
+        s: ResourceSlice,
+        node_name: str,
+        labels: Mapping[str, str],
     ) -> bool:
         key = (did, r.claim_index, r.name)
         hit = matches.get(key)
@@ -474,14 +622,16 @@ class Allocator:
         ok = self._selectors_match(f"class {r.cls.name}", r.cls.selectors, cdev) and self._selectors_match(
             f"claim {r.claim_key}", r.exact.selectors, cdev
         )
+        if ok and s.per_device_node_selection:
+            ok = device_matches_node(node_name, labels, s, dev)
         matches[key] = ok
         return ok
 
     @staticmethod
-    def _config(claim: ResourceClaim, chosen: list[tuple[_Request, DeviceID]]) -> list[dict[str, Any]]:
+    def _config(claim: ResourceClaim, chosen: list[_Chosen]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         by_request: dict[str, _Request] = {}
-        for picked, _ in chosen:
+        for picked, *_ in chosen:
             by_request.setdefault(picked.base, picked)
         seen_classes: dict[str, list[dict[str, Any]]] = {}
         for req in claim.requests:
@@ -511,26 +661,27 @@ class Allocator:
         return out
 
     @staticmethod
-    def _node_selector(
-        node_name: str, chosen: list[tuple[_Request, DeviceID]], pools: list[Pool]
-    ) -> dict[str, Any] | None:
-        """As kube's createNodeSelector: the first node-local device pins the claim to its node
-        (matchFields metadata.name); otherwise the requirements of single-term slice node selectors are
-        merged into one term; allNodes slices add nothing."""
-        by_pool = {(p.driver, p.name): p for p in pools}
+    def _node_selector(node_name: str, chosen: list[_Chosen]) -> dict[str, Any] | None:
+        """As kube's createNodeSelector: the first node-local device (or one that binds to its node) pins
+        the claim to the node (matchFields metadata.name); otherwise the requirements of single-term node
+        selectors (the slice's, or the device's under perDeviceNodeSelection) are merged into one term;
+        allNodes adds nothing."""
         fields: list[Any] = []
         exprs: list[Any] = []
-        for _, did in chosen:
-            pool = by_pool[(did[0], did[1])]
-            s = next(s for s in pool.slices if any(d.name == did[2] for d in s.devices))
-            if s.node_name:
+        for _, _, dev, s in chosen:
+            local, selector = (
+                (dev.node_name, dev.node_selector)
+                if s.per_device_node_selection
+                else (s.node_name, s.node_selector)
+            )
+            if local or dev.binds_to_node:
                 return {
                     "nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [s.node_name]}]}
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
                     ]
                 }
-            if s.node_selector is not None:
-                terms = list(s.node_selector.get("nodeSelectorTerms") or [])
+            if selector is not None:
+                terms = list(selector.get("nodeSelectorTerms") or [])
                 if len(terms) > 1:
                     raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
                 if terms:

@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 
 from pyscheduler.framework.dra import DeviceClass, ResourceClaim, ResourceSlice
-from pyscheduler.plugins.dynamic_resources.allocator import AllocationError, Allocator
+from pyscheduler.plugins.dynamic_resources.allocator import (
+    AllocationError,
+    Allocator,
+    NodeAllocationError,
+    SliceIndex,
+)
 from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
@@ -399,3 +404,195 @@ def test_tainted_device_is_skipped_for_the_next_one() -> None:
         [claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, tainted("d1", NO_SCHEDULE), dev("d2"))]
     )
     assert results(out) == [[("r0", DRIVER_A, "p1", "d2")]]
+
+
+# ------------------------------------------------------------------------ partitionable devices (counters)
+
+
+def counter_slice(name: str, pool: str, *sets: tuple[str, dict[str, str]], count: int = 2) -> ResourceSlice:
+    """A slice that only carries the pool's counter sets (no devices, no node selection)."""
+    spec: dict[str, Any] = {
+        "driver": DRIVER_A,
+        "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+        "sharedCounters": [
+            {"name": n, "counters": {k: {"value": v} for k, v in counters.items()}} for n, counters in sets
+        ],
+    }
+    return ResourceSlice.from_dict({"metadata": {"name": name}, "spec": spec})
+
+
+def partition(name: str, memory: str, counter_set: str = "gpu-0") -> dict[str, Any]:
+    return {
+        "name": name,
+        "consumesCounters": [{"counterSet": counter_set, "counters": {"memory": {"value": memory}}}],
+    }
+
+
+GPU_80G = ("gpu-0", {"memory": "80Gi"})
+
+
+@pytest.mark.parametrize(
+    ("devices", "count", "allocated", "want"),
+    [
+        pytest.param(
+            [partition("whole", "80Gi"), partition("half-0", "40Gi"), partition("half-1", "40Gi")],
+            1,
+            set(),
+            ["whole"],
+            id="the whole device fits",
+        ),
+        pytest.param(
+            [partition("whole", "80Gi"), partition("half-0", "40Gi"), partition("half-1", "40Gi")],
+            2,
+            set(),
+            ["half-0", "half-1"],
+            id="two halves: the whole one would leave nothing",
+        ),
+        pytest.param(
+            [partition("whole", "80Gi"), partition("half-0", "40Gi"), partition("half-1", "40Gi")],
+            1,
+            {(DRIVER_A, "p1", "half-0")},
+            ["half-1"],
+            id="an allocated half leaves no room for the whole",
+        ),
+        pytest.param(
+            [partition("whole", "80Gi"), partition("half-0", "40Gi"), partition("half-1", "40Gi")],
+            3,
+            set(),
+            None,
+            id="counters exhausted",
+        ),
+        pytest.param(
+            [partition("big", "100Gi")],
+            1,
+            set(),
+            None,
+            id="a device needing more than the set has",
+        ),
+    ],
+)
+def test_partitionable_devices(
+    devices: list[dict[str, Any]], count: int, allocated: set[tuple[str, str, str]], want: list[str] | None
+) -> None:
+    slices = [
+        counter_slice("p1-counters", "p1", GPU_80G),
+        slice_("p1-devices", "p1", DRIVER_A, *devices, count=2),
+    ]
+    out = allocate([claim("c0", req("r0", count=count))], slices, allocated)
+    if want is None:
+        assert out is None
+        return
+    assert [d for *_, d in results(out)[0]] == want
+
+
+def test_counters_consumed_by_devices_of_other_nodes_count() -> None:
+    """The pool spans two nodes through one counter set: a partition allocated on node-2 uses it up."""
+    slices = [
+        counter_slice("p1-counters", "p1", GPU_80G, count=3),
+        slice_("p1-node1", "p1", DRIVER_A, partition("a", "80Gi"), count=3),
+        slice_("p1-node2", "p1", DRIVER_A, partition("b", "80Gi"), node="node-2", count=3),
+    ]
+    assert allocate([claim("c0", req("r0"))], slices) is not None
+    assert allocate([claim("c0", req("r0"))], slices, {(DRIVER_A, "p1", "b")}) is None
+
+
+@pytest.mark.parametrize(
+    ("sets", "devices", "reason"),
+    [
+        pytest.param(
+            [GPU_80G], [partition("a", "1Gi", "gpu-9")], "counter set gpu-9 not found", id="no such set"
+        ),
+        pytest.param(
+            [GPU_80G],
+            [
+                {
+                    "name": "a",
+                    "consumesCounters": [{"counterSet": "gpu-0", "counters": {"cores": {"value": "1"}}}],
+                }
+            ],
+            "counter cores not found in counter set gpu-0",
+            id="no such counter",
+        ),
+        pytest.param(
+            [GPU_80G, GPU_80G], [partition("a", "1Gi")], "duplicate counter set name gpu-0", id="dup set"
+        ),
+    ],
+)
+def test_invalid_counter_pools_fail_the_node(
+    sets: list[tuple[str, dict[str, str]]], devices: list[dict[str, Any]], reason: str
+) -> None:
+    pool = SliceIndex(
+        [counter_slice("c", "p1", *sets), slice_("d", "p1", DRIVER_A, *devices, count=2)]
+    ).pools(NODE1, {})
+    assert [p.invalid for p in pool] == [reason]
+    with pytest.raises(NodeAllocationError, match="invalid resource pools were encountered"):
+        allocate(
+            [claim("c0", req("r0"))],
+            [counter_slice("c", "p1", *sets), slice_("d", "p1", DRIVER_A, *devices, count=2)],
+        )
+
+
+def test_per_device_node_selection() -> None:
+    devices = [
+        {"name": "elsewhere", "nodeName": "node-2"},
+        {
+            "name": "by-label",
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1"]}]}
+                ]
+            },
+        },
+        {"name": "mine", "nodeName": NODE1},
+    ]
+    s = ResourceSlice.from_dict(
+        {
+            "metadata": {"name": "s1"},
+            "spec": {
+                "driver": DRIVER_A,
+                "pool": {"name": "p1", "generation": 1, "resourceSliceCount": 1},
+                "perDeviceNodeSelection": True,
+                "devices": devices,
+            },
+        }
+    )
+    out = allocate([claim("c0", req("r0", count=2))], [s])
+    assert [d for *_, d in results(out)[0]] == ["by-label", "mine"]
+    assert out is not None and out[0]["nodeSelector"] == LOCAL  # a node-local device pins the claim
+    out = allocate([claim("c0", req("r0"))], [s])
+    assert (
+        out is not None
+        and out[0]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "region"
+    )
+
+
+# ------------------------------------------------------------------------ binding conditions
+
+
+def test_devices_with_binding_conditions_come_last_and_are_copied_into_results() -> None:
+    waiting = {
+        "name": "d1",
+        "bindingConditions": ["attached"],
+        "bindingFailureConditions": ["failed"],
+        "bindsToNode": True,
+    }
+    slices = [
+        slice_("s-a", "a-pool", DRIVER_A, waiting, allNodes=True),
+        slice_("s-b", "b-pool", DRIVER_A, dev("d2"), allNodes=True),
+    ]
+    out = allocate([claim("c0", req("r0"))], slices)
+    assert results(out) == [[("r0", DRIVER_A, "b-pool", "d2")]]  # "a-pool" sorts first, but must wait
+    out = allocate([claim("c0", req("r0", count=2))], slices)
+    assert out is not None
+    [first, second] = out[0]["devices"]["results"]
+    assert "bindingConditions" not in first
+    assert (second["bindingConditions"], second["bindingFailureConditions"]) == (["attached"], ["failed"])
+    assert out[0]["nodeSelector"] == LOCAL  # bindsToNode pins the claim even on an allNodes slice
+
+
+def test_tolerations_are_copied_into_results() -> None:
+    r = req("r0")
+    r["exactly"]["tolerations"] = [{"key": "broken", "operator": "Exists", "effect": "NoSchedule"}]
+    out = allocate([claim("c0", r)], [slice_("s1", "p1", DRIVER_A, tainted("d1", NO_SCHEDULE))])
+    assert out is not None
+    assert out[0]["devices"]["results"][0]["tolerations"] == r["exactly"]["tolerations"]
