@@ -5,8 +5,8 @@ field's path. What scheduling reads is kept as slotted records; the claim keeps 
 too, because PreBind writes it back. Read: the GA feature set of 1.36 (exactly/firstAvailable requests,
 selectors, counts, allocation modes, constraints, admin access, pools) and the beta features on by default:
 device taints and request tolerations, partitionable devices (shared counters, counter consumption,
-per-device node selection), binding conditions. Consumable capacity (capacity requests and policies) is
-kept raw and not used yet.
+per-device node selection), binding conditions, consumable capacity (capacity requests, request policies,
+shares of devices that allow multiple allocations).
 """
 
 from __future__ import annotations
@@ -160,6 +160,8 @@ class ExactRequest:
     admin_access: bool = False
     tolerations: tuple[DeviceToleration, ...] = ()
     raw_tolerations: tuple[JSON, ...] = field(default=(), compare=False, repr=False)  # copied into results
+    # DRAConsumableCapacity: capacity.requests (name -> (value, as written))
+    capacity_requests: Mapping[str, tuple[Fraction, str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_dict(cls, name: str, raw: Mapping[str, Any], path: str) -> ExactRequest:
@@ -178,6 +180,15 @@ class ExactRequest:
             admin_access=_bool(raw.get("adminAccess"), f"{path}.adminAccess"),
             tolerations=_tolerations(raw.get("tolerations"), f"{path}.tolerations"),
             raw_tolerations=tuple(dict(t) for t in _list(raw.get("tolerations"), f"{path}.tolerations")),
+            capacity_requests={
+                str(k): (
+                    _quantity(v, f"{path}.capacity.requests[{k}]"),
+                    _str(v, f"{path}.capacity.requests[{k}]"),
+                )
+                for k, v in _map(
+                    _map(raw.get("capacity"), f"{path}.capacity").get("requests"), f"{path}.capacity.requests"
+                ).items()
+            },
         )
 
 
@@ -205,6 +216,9 @@ class AllocationResult:
     pool: str
     device: str
     admin_access: bool = False
+    # DRAConsumableCapacity: a share of a device that allows multiple allocations, and what it consumes
+    share_id: str = ""
+    consumed_capacity: Mapping[str, Fraction] = field(default_factory=dict)
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -276,6 +290,8 @@ class ResourceClaim:
                         pool=_str(r.get("pool"), f"{p}.pool"),
                         device=_str(r.get("device"), f"{p}.device"),
                         admin_access=_bool(r.get("adminAccess"), f"{p}.adminAccess"),
+                        share_id=_str(r.get("shareID"), f"{p}.shareID"),
+                        consumed_capacity=_quantities(r.get("consumedCapacity"), f"{p}.consumedCapacity"),
                     )
                 )
         reserved = []
@@ -382,7 +398,64 @@ class Device:
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     binds_to_node: bool = False
-    raw_capacity: JSON = field(default_factory=dict, compare=False, repr=False)  # consumable capacity policy
+    capacity_policies: Mapping[str, CapacityPolicy] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _quantity(raw: Any, path: str) -> Fraction:
+    try:
+        return parse_quantity(_str(raw, path, "0"))
+    except QuantityError as e:
+        raise MalformedObject(f"{path}: {e}") from None
+
+
+def _quantities(raw: Any, path: str) -> dict[str, Fraction]:
+    """A map of quantity strings (consumedCapacity, capacity requests)."""
+    return {str(k): _quantity(v, f"{path}[{k}]") for k, v in _map(raw, path).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """One capacity of a device (DRAConsumableCapacity): its value and requestPolicy."""
+
+    value: Fraction
+    value_text: str
+    default: Fraction | None = None
+    default_text: str = ""
+    valid_values: tuple[tuple[Fraction, str], ...] = ()
+    range_min: Fraction | None = None
+    range_min_text: str = ""
+    range_max: Fraction | None = None
+    range_step: Fraction | None = None
+    has_policy: bool = False
+    has_range: bool = False
+
+
+def _capacity_policy(raw: Mapping[str, Any], path: str) -> CapacityPolicy:
+    value_text = _str(raw.get("value"), f"{path}.value", "0")
+    policy = raw.get("requestPolicy")
+    if policy is None:
+        return CapacityPolicy(_quantity(value_text, f"{path}.value"), value_text)
+    pol = _map(policy, f"{path}.requestPolicy")
+    pp = f"{path}.requestPolicy"
+    default_text = _str(pol.get("default"), f"{pp}.default")
+    rng = pol.get("validRange")
+    r = _map(rng, f"{pp}.validRange")
+    return CapacityPolicy(
+        value=_quantity(value_text, f"{path}.value"),
+        value_text=value_text,
+        default=_quantity(default_text, f"{pp}.default") if default_text else None,
+        default_text=default_text,
+        valid_values=tuple(
+            (_quantity(v, f"{pp}.validValues[{i}]"), _str(v, f"{pp}.validValues[{i}]"))
+            for i, v in enumerate(_list(pol.get("validValues"), f"{pp}.validValues"))
+        ),
+        range_min=_quantity(r["min"], f"{pp}.validRange.min") if r.get("min") is not None else None,
+        range_min_text=_str(r.get("min"), f"{pp}.validRange.min"),
+        range_max=_quantity(r["max"], f"{pp}.validRange.max") if r.get("max") is not None else None,
+        range_step=_quantity(r["step"], f"{pp}.validRange.step") if r.get("step") is not None else None,
+        has_policy=True,
+        has_range=rng is not None,
+    )
 
 
 def _counters(raw: Any, path: str) -> dict[str, Fraction]:
@@ -406,11 +479,11 @@ def _device(d: Any, p: str, per_device: bool) -> Device:
     for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
         attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
     cap = {}
-    raw_cap = {}
+    policies = {}
     for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
         entry = _map(v, f"{p}.capacity[{k}]")
         cap[k] = _str(entry.get("value"), f"{p}.capacity[{k}].value", "0")
-        raw_cap[k] = dict(entry)
+        policies[k] = _capacity_policy(entry, f"{p}.capacity[{k}]")
     taints = []
     for j, t in enumerate(_list(d.get("taints"), f"{p}.taints")):
         tp = f"{p}.taints[{j}]"
@@ -449,7 +522,7 @@ def _device(d: Any, p: str, per_device: bool) -> Device:
             d.get("bindingFailureConditions"), f"{p}.bindingFailureConditions"
         ),
         binds_to_node=_bool(d.get("bindsToNode"), f"{p}.bindsToNode"),
-        raw_capacity=raw_cap,
+        capacity_policies=policies,
     )
 
 
@@ -520,6 +593,8 @@ class ClaimCache(Protocol):
     def get(self, namespace: str, name: str) -> ResourceClaim | None: ...
 
     def allocated_devices(self) -> set[tuple[str, str, str]]: ...
+
+    def allocated_capacity(self) -> dict[tuple[str, str, str], dict[str, Fraction]]: ...
 
     def signal_pending_allocation(self, claim: ResourceClaim) -> None: ...
 

@@ -22,6 +22,7 @@ are per-claim problems and never crash the caller.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,6 +37,7 @@ from pyscheduler.framework.dra import (
 )
 from pyscheduler.framework.dra import Device as SliceDevice
 from pyscheduler.framework.selectors import NodeSelector, SelectorError
+from pyscheduler.plugins.dynamic_resources import capacity
 from pyscheduler.plugins.dynamic_resources.cel import CELRuntimeError, Device, SelectorCache
 
 DeviceID = tuple[str, str, str]
@@ -371,7 +373,9 @@ class Allocator:
         slices: list[ResourceSlice],
         allocated: set[DeviceID],
         cel_cache: SelectorCache,
+        allocated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
     ) -> None:
+        self.allocated_capacity = allocated_capacity or {}
         self.classes = classes
         self.slices = slices
         self._index: SliceIndex | None = None
@@ -436,42 +440,84 @@ class Allocator:
             constraints.append(cons)
 
         taking: dict[DeviceID, set[int]] = {}
-        results: list[list[tuple[_Request, DeviceID, SliceDevice, ResourceSlice]]] = [[] for _ in claims]
+        results: list[list[_Chosen]] = [[] for _ in claims]
+        shares: dict[tuple[int, int], tuple[str, dict[str, tuple[Fraction, str]]]] = {}  # (claim, result #)
+        allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares picked so far
+        share_count: dict[DeviceID, int] = {}
         pool_of = {(p.driver, p.name): p for p in pools}
         counters = _Counters(self.allocated)
 
         def in_use(did: DeviceID) -> bool:
             return did in self.allocated or bool(taking.get(did))
 
-        def take(
+        def take(  # noqa: C901 (kube's allocateDevice, step by step)
             r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice
         ) -> Callable[[], None] | None:
-            if r.exact.admin_access:
+            multi = dev.allow_multiple_allocations
+            if not multi and r.exact.admin_access:
                 if r.claim_index in taking.get(did, ()):
                     return None
-            elif in_use(did):
+            elif not r.exact.admin_access and in_use(did):
                 return None
             pool = pool_of[(did[0], did[1])]
-            if dev.consumes_counters and not counters.reserve(pool, dev):
+            # a shared device whose capacity is in use already had its counters counted
+            shared_in_use = multi and (did in self.allocated_capacity or share_count.get(did, 0) > 0)
+            reserved = bool(dev.consumes_counters) and not shared_in_use
+            if reserved and not counters.reserve(pool, dev):
                 return None
+
+            def release() -> None:
+                if reserved:
+                    counters.release(pool, dev)
+
             if dev.taints and taint_prevents_allocation(dev, r.exact):
-                counters.release(pool, dev)
+                release()
                 return None
             for added, c in enumerate(constraints[r.claim_index]):
                 if not c.add(r.base, r.sub, dev, did[0]):
                     for c2 in constraints[r.claim_index][:added][::-1]:
                         c2.remove(r.base, r.sub)
-                    counters.release(pool, dev)
+                    release()
                     return None
-            taking.setdefault(did, set()).add(r.claim_index)
+            marked = not multi
+            if marked:
+                taking.setdefault(did, set()).add(r.claim_index)
+
+            def drop_marks() -> None:
+                if marked:
+                    taking[did].discard(r.claim_index)
+                for c in constraints[r.claim_index][::-1]:
+                    c.remove(r.base, r.sub)
+                release()
+
+            policies = dev.capacity_policies
+            if not capacity.fits(
+                r.exact.capacity_requests,
+                policies,
+                self.allocated_capacity.get(did, {}),
+                allocating.get(did, {}),
+            ):
+                drop_marks()
+                return None
+            share: dict[str, tuple[Fraction, str]] = {}
+            if multi:
+                share = capacity.consumption(r.exact.capacity_requests, policies)
+                into = allocating.setdefault(did, {})
+                for name, (v, _) in share.items():
+                    into[name] = into.get(name, Fraction(0)) + v
+                share_count[did] = share_count.get(did, 0) + 1
+                shares[(r.claim_index, len(results[r.claim_index]))] = (str(uuid.uuid4()), share)
             results[r.claim_index].append((r, did, dev, sl))
 
             def undo() -> None:
                 results[r.claim_index].pop()
-                taking[did].discard(r.claim_index)
-                for c in constraints[r.claim_index][::-1]:
-                    c.remove(r.base, r.sub)
-                counters.release(pool, dev)
+                if multi:
+                    shares.pop((r.claim_index, len(results[r.claim_index])), None)
+                    left = allocating[did]
+                    for name, (v, _) in share.items():
+                        left[name] -= v
+                    share_count[did] -= 1
+                drop_marks()
 
             return undo
 
@@ -533,13 +579,21 @@ class Allocator:
         out = []
         for ci, claim in enumerate(claims):
             devs = []
-            for r, did, dev, _ in results[ci]:
+            for k, (r, did, dev, _) in enumerate(results[ci]):
                 entry: dict[str, Any] = {
                     "request": r.name,
                     "driver": did[0],
                     "pool": did[1],
                     "device": did[2],
                 }
+                if (ci, k) in shares:
+                    share_id, share = shares[(ci, k)]
+                    entry["shareID"] = share_id
+                    if share:
+                        entry["consumedCapacity"] = {
+                            name: capacity.format_quantity(v, capacity.is_binary(text))
+                            for name, (v, text) in share.items()
+                        }
                 if r.exact.admin_access:
                     entry["adminAccess"] = True
                 if r.exact.raw_tolerations:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -596,3 +597,124 @@ def test_tolerations_are_copied_into_results() -> None:
     out = allocate([claim("c0", r)], [slice_("s1", "p1", DRIVER_A, tainted("d1", NO_SCHEDULE))])
     assert out is not None
     assert out[0]["devices"]["results"][0]["tolerations"] == r["exactly"]["tolerations"]
+
+
+# ------------------------------------------------------------------------ consumable capacity
+
+
+def cap_dev(
+    name: str, memory: str, multi: bool = False, policy: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"value": memory}
+    if policy is not None:
+        c["requestPolicy"] = policy
+    d: dict[str, Any] = {"name": name, "capacity": {"memory": c}}
+    if multi:
+        d["allowMultipleAllocations"] = True
+    return d
+
+
+def cap_req(name: str, memory: str | None, count: int = 1) -> dict[str, Any]:
+    r = req(name, count=count)
+    if memory is not None:
+        r["exactly"]["capacity"] = {"requests": {"memory": memory}}
+    return r
+
+
+def shares(out: list[dict[str, Any]] | None) -> list[list[tuple[str, str | None]]]:
+    assert out is not None
+    return [
+        [(r["device"], (r.get("consumedCapacity") or {}).get("memory")) for r in a["devices"]["results"]]
+        for a in out
+    ]
+
+
+@pytest.mark.parametrize(
+    ("device", "requests", "want"),
+    [
+        pytest.param(cap_dev("d1", "80Gi"), [cap_req("r0", "40Gi")], [[("d1", None)]], id="exclusive, fits"),
+        pytest.param(cap_dev("d1", "80Gi"), [cap_req("r0", "100Gi")], None, id="exclusive, more than it has"),
+        pytest.param(
+            cap_dev("d1", "80Gi"),
+            [
+                {
+                    "name": "r0",
+                    "exactly": {"deviceClassName": "class-a", "capacity": {"requests": {"cores": "1"}}},
+                }
+            ],
+            None,
+            id="a capacity the device does not have",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True),
+            [cap_req("r0", "40Gi"), cap_req("r1", "40Gi")],
+            [[("d1", "40Gi"), ("d1", "40Gi")]],
+            id="two shares of one device",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True), [cap_req("r0", "40Gi"), cap_req("r1", "41Gi")], None, id="over"
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True), [cap_req("r0", None)], [[("d1", "80Gi")]], id="no request: all"
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"default": "10Gi", "validRange": {"min": "10Gi"}}),
+            [cap_req("r0", None)],
+            [[("d1", "10Gi")]],
+            id="no request: the policy default",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"validRange": {"min": "10Gi", "step": "10Gi"}}),
+            [cap_req("r0", "15Gi")],
+            [[("d1", "20Gi")]],
+            id="rounded up to the step",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"validRange": {"min": "10Gi", "step": "10Gi"}}),
+            [cap_req("r0", "1Gi")],
+            [[("d1", "10Gi")]],
+            id="raised to the minimum",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"validRange": {"min": "10Gi", "max": "40Gi"}}),
+            [cap_req("r0", "50Gi")],
+            None,
+            id="above the range's max",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"validValues": ["10Gi", "20Gi", "40Gi"]}),
+            [cap_req("r0", "15Gi")],
+            [[("d1", "20Gi")]],
+            id="the next valid value",
+        ),
+        pytest.param(
+            cap_dev("d1", "80Gi", multi=True, policy={"validValues": ["10Gi", "20Gi"]}),
+            [cap_req("r0", "30Gi")],
+            None,
+            id="no valid value large enough",
+        ),
+    ],
+)
+def test_consumable_capacity(
+    device: dict[str, Any], requests: list[dict[str, Any]], want: list[list[tuple[str, str | None]]] | None
+) -> None:
+    out = allocate([claim("c0", *requests)], [slice_("s1", "p1", DRIVER_A, device)])
+    if want is None:
+        assert out is None
+        return
+    assert shares(out) == want
+    ids = [r.get("shareID") for r in out[0]["devices"]["results"]] if out else []
+    if device.get("allowMultipleAllocations"):
+        assert all(ids) and len(set(ids)) == len(ids)  # every share has its own id
+    else:
+        assert not any(ids)
+
+
+def test_shares_already_allocated_count() -> None:
+    s = [slice_("s1", "p1", DRIVER_A, cap_dev("d1", "80Gi", multi=True))]
+    a = Allocator(
+        CLASSES.get, s, set(), SelectorCache(), {(DRIVER_A, "p1", "d1"): {"memory": Fraction(60 * 2**30)}}
+    )
+    assert a.allocate(NODE1, {}, [claim("c0", cap_req("r0", "40Gi"))]) is None
+    out = a.allocate(NODE1, {}, [claim("c0", cap_req("r0", "20Gi"))])
+    assert shares(out) == [[("d1", "20Gi")]]
