@@ -237,7 +237,7 @@ def _reserved(n: int) -> list[JSON]:
     return [{"resource": "pods", "name": f"o{i}", "uid": f"o{i}"} for i in range(n)]
 
 
-ALLOC_NODE1 = {
+ALLOC_NODE1: JSON = {
     "devices": {"results": [{"request": "req-0", "driver": DRIVER, "pool": "node-1", "device": "gpu-0"}]},
     "nodeSelector": {
         "nodeSelectorTerms": [
@@ -660,7 +660,7 @@ WAITING_DEVICE = {
 
 
 def _bc_alloc(timestamp: str) -> JSON:
-    alloc = copy.deepcopy(ALLOC_NODE1)
+    alloc: JSON = copy.deepcopy(ALLOC_NODE1)
     r = alloc["devices"]["results"][0]
     r["bindingConditions"], r["bindingFailureConditions"] = ["attached"], ["failed"]
     alloc["allocationTimestamp"] = timestamp
@@ -727,7 +727,7 @@ def test_pre_bind_waits_for_binding_conditions() -> None:
             raw["metadata"]["resourceVersion"] = str(stored.meta.resource_version + 1)
             w.tracker.on_update(stored, ResourceClaim.from_dict(raw))
 
-    w.plugin.sleep = sleep  # type: ignore[method-assign]
+    w.plugin.sleep = sleep
     assert w.plugin.pre_bind(state, pod, "node-1") is None
     assert polls == [5.0, 5.0]
     written = w.claim("c").allocation
@@ -757,6 +757,6 @@ def test_pre_bind_binding_failure_and_timeout_are_errors() -> None:
             raw["metadata"]["resourceVersion"] = str(stored.meta.resource_version + 1)
             w.tracker.on_update(stored, ResourceClaim.from_dict(raw))
 
-        w.plugin.sleep = sleep  # type: ignore[method-assign]
+        w.plugin.sleep = sleep
         st = w.plugin.pre_bind(state, pod, "node-1")
         assert st is not None and st.code == Code.ERROR and st.message() == want
