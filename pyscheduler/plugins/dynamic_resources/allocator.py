@@ -451,7 +451,7 @@ class Allocator:
             return did in self.allocated or bool(taking.get(did))
 
         def take(  # noqa: C901 (kube's allocateDevice, step by step)
-            r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice
+            r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice, must: bool = False
         ) -> Callable[[], None] | None:
             multi = dev.allow_multiple_allocations
             if not multi and r.exact.admin_access:
@@ -478,6 +478,13 @@ class Allocator:
                     for c2 in constraints[r.claim_index][:added][::-1]:
                         c2.remove(r.base, r.sub)
                     release()
+                    if must:
+                        # "All" wants exactly this device: a claim whose constraint excludes one of them
+                        # can never be allocated (kube treats it as an error, not as "no fit here")
+                        raise AllocationError(
+                            f"claim {r.claim_key}, request {r.name}: cannot add device {'/'.join(did)} because "
+                            "a claim constraint would not be satisfied"
+                        )
                     return None
             marked = not multi
             if marked:
@@ -543,7 +550,7 @@ class Allocator:
                 return False
             if r.exact.allocation_mode == ALLOCATION_MODE_ALL:
                 did, dev, sl = r.all_devices[di]
-                undo = take(r, did, dev, sl)
+                undo = take(r, did, dev, sl, must=True)
                 if undo is None:
                     return False
                 if one(ci, ri, r, di + 1):

@@ -718,3 +718,28 @@ def test_shares_already_allocated_count() -> None:
     assert a.allocate(NODE1, {}, [claim("c0", cap_req("r0", "40Gi"))]) is None
     out = a.allocate(NODE1, {}, [claim("c0", cap_req("r0", "20Gi"))])
     assert shares(out) == [[("d1", "20Gi")]]
+
+
+def test_all_devices_with_a_constraint_they_cannot_meet_is_an_error() -> None:
+    c = claim("c0", req("r0", mode="All"), constraints=[{"matchAttribute": f"{DRIVER_A}/numa"}])
+    s = slice_("s1", "p1", DRIVER_A, dev("d1", numa={"int": 0}), dev("d2", numa={"int": 1}))
+    with pytest.raises(
+        AllocationError,
+        match=f"claim default/c0, request r0: cannot add device {DRIVER_A}/p1/d2 because a claim constraint "
+        "would not be satisfied",
+    ):
+        allocate([c], [s])
+    same = slice_("s1", "p1", DRIVER_A, dev("d1", numa={"int": 0}), dev("d2", numa={"int": 0}))
+    assert len(results(allocate([c], [same]))[0]) == 2
+
+
+def test_admin_access_takes_an_allocated_device() -> None:
+    """Admin access does not need the device free (the claim cache does not count it as taken either:
+    tests/unit/backend/test_claim_tracker.py). Within one attempt the device is still marked, as kube does."""
+    s = [slice_("s1", "p1", DRIVER_A, dev("d1"))]
+    taken = {(DRIVER_A, "p1", "d1")}
+    assert allocate([claim("c0", req("r0"))], s, taken) is None
+    out = allocate([claim("c0", req("r0", admin=True))], s, taken)
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d1")]]
+    assert out is not None and out[0]["devices"]["results"][0]["adminAccess"] is True
+    assert allocate([claim("c0", req("r0", admin=True)), claim("c1", req("r0"))], s) is None
