@@ -86,6 +86,12 @@ DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
     "DeviceClass": ("/apis/resource.k8s.io/v1/deviceclasses", Resource.DEVICE_CLASS),
     "ResourceSlice": ("/apis/resource.k8s.io/v1/resourceslices", Resource.RESOURCE_SLICE),
 }
+DRA_KINDS = frozenset({"ResourceClaim", *DRA_OBJECT_KINDS})
+DRA_SYNC_HINT = (
+    " (DynamicResources, in the default profile as in kube 1.36, needs resource.k8s.io/v1, served from "
+    "Kubernetes 1.34 on; on an older cluster disable the plugin in the profile: "
+    "plugins.multiPoint.disabled: [{name: DynamicResources}])"
+)
 
 
 # ------------------------------------------------------------------------------------------ writers
@@ -183,7 +189,8 @@ class App:
         deadline = time.monotonic() + sync_timeout
         for r in self.reflectors:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
-                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s")
+                hint = DRA_SYNC_HINT if r.name in DRA_KINDS else ""
+                raise TimeoutError(f"watch for {r.name} did not sync within {sync_timeout:.0f}s{hint}")
         # The cache now holds the cluster's long-lived records: move them out of the collector's sight
         # and collect less often (the scheduling cycle allocates many short-lived objects).
         gc.collect()

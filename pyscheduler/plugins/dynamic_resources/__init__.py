@@ -79,6 +79,9 @@ class _MissingClaimCache:
     def allocated_devices(self) -> set[tuple[str, str, str]]:
         return set()
 
+    def allocated_capacity(self) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {}
+
     def signal_pending_allocation(self, claim: Any) -> None:
         pass
 

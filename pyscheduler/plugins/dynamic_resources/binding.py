@@ -38,7 +38,14 @@ class BindError(Exception):
     pass
 
 
+def _sleep(seconds: float) -> None:
+    """Block the binding thread (PreBind runs off the scheduling thread, as kube's does)."""
+    threading.Event().wait(seconds)
+
+
 class Binding(PluginBase):
+    sleep = staticmethod(_sleep)  # a test replaces it to drive time
+
     # ---------------------------------------------------------------------------------- Reserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
@@ -138,7 +145,6 @@ class Binding(PluginBase):
             except Exception:
                 log.exception("recording BindingConditionsPending failed", pod=pod.key)
         deadline = self.handle.now() + self.binding_timeout
-        pause = threading.Event()
         while True:
             try:
                 if self._pod_ready_for_binding(s):
@@ -150,7 +156,7 @@ class Binding(PluginBase):
             left = deadline - self.handle.now()
             if left <= 0:
                 return Status.as_error("device binding timeout: context deadline exceeded", plugin=NAME)
-            pause.wait(min(BINDING_POLL_SECONDS, left))
+            self.sleep(min(BINDING_POLL_SECONDS, left))
 
     def _pod_ready_for_binding(self, s: State) -> bool:
         for i, claim in enumerate(s.claims):

@@ -91,6 +91,7 @@ class Filtering(PluginBase):
                 self.resources.slices(self.handle.objects),
                 self.deps.claims.allocated_devices(),
                 self.cel,
+                self.deps.claims.allocated_capacity(),
             )
         s.claims = claims
         return None, None

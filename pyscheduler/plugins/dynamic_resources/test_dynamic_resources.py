@@ -9,6 +9,7 @@ keeps claims, bumps resourceVersions and answers a stale write with 409, as the 
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 import pytest
@@ -236,7 +237,7 @@ def _reserved(n: int) -> list[JSON]:
     return [{"resource": "pods", "name": f"o{i}", "uid": f"o{i}"} for i in range(n)]
 
 
-ALLOC_NODE1 = {
+ALLOC_NODE1: JSON = {
     "devices": {"results": [{"request": "req-0", "driver": DRIVER, "pool": "node-1", "device": "gpu-0"}]},
     "nodeSelector": {
         "nodeSelectorTerms": [
@@ -647,3 +648,115 @@ def test_filter_timeout_is_an_error_for_the_node() -> None:
 
 def test_plugin_type() -> None:
     assert isinstance(new(None, make_handle()), DynamicResources)
+
+
+# ------------------------------------------------------------------------------------------ binding conditions
+
+WAITING_DEVICE = {
+    "name": "gpu-0",
+    "bindingConditions": ["attached"],
+    "bindingFailureConditions": ["failed"],
+}
+
+
+def _bc_alloc(timestamp: str) -> JSON:
+    alloc: JSON = copy.deepcopy(ALLOC_NODE1)
+    r = alloc["devices"]["results"][0]
+    r["bindingConditions"], r["bindingFailureConditions"] = ["attached"], ["failed"]
+    alloc["allocationTimestamp"] = timestamp
+    return alloc
+
+
+def _device_status(**conditions: str) -> list[JSON]:
+    return [
+        {
+            "driver": DRIVER,
+            "pool": "node-1",
+            "device": "gpu-0",
+            "conditions": [
+                {"type": k, "status": v, "reason": "Test", "message": f"{k} is {v}"}
+                for k, v in conditions.items()
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "age", "available"),
+    [
+        pytest.param({}, 10.0, True, id="waiting, within the binding timeout"),
+        pytest.param({"attached": "True"}, 10.0, True, id="ready"),
+        pytest.param({}, 601.0, False, id="waiting past the binding timeout"),
+        pytest.param({"failed": "True"}, 10.0, False, id="binding failed"),
+        pytest.param({"attached": "True"}, 601.0, True, id="ready, however long it took"),
+    ],
+)
+def test_allocated_claim_with_binding_conditions(
+    conditions: dict[str, str], age: float, available: bool
+) -> None:
+    clock = FakeClock(wall_start=1_800_000_000.0)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_800_000_000.0 - age))
+    status = {"allocation": _bc_alloc(stamp), "devices": _device_status(**conditions)}
+    w = World(CLASS_OBJ, gpu_claim("c", status=status), clock=clock)
+    _, _, verdicts = w.cycle(pod_with("c").obj())
+    want = (
+        None
+        if available
+        else (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "resourceclaim not available on the node")
+    )
+    assert reason(verdicts["node-1"]) == want
+
+
+def test_pre_bind_waits_for_binding_conditions() -> None:
+    clock = FakeClock()
+    slice_ = resource_slice("node-1-gpus", DRIVER, [WAITING_DEVICE], node="node-1")
+    w = World(CLASS_OBJ, gpu_claim("c"), slice_, clock=clock)
+    pod = pod_with("c").obj()
+    state, _, verdicts = w.cycle(pod)
+    assert verdicts["node-1"] is None
+    assert w.plugin.reserve(state, pod, "node-1") is None
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        clock.advance(seconds)
+        if len(polls) == 2:  # the driver reports the device attached
+            stored = w.claim("c")
+            raw = copy.deepcopy(stored.raw)
+            raw["status"]["devices"] = _device_status(attached="True")
+            raw["metadata"]["resourceVersion"] = str(stored.meta.resource_version + 1)
+            w.tracker.on_update(stored, ResourceClaim.from_dict(raw))
+
+    w.plugin.sleep = sleep
+    assert w.plugin.pre_bind(state, pod, "node-1") is None
+    assert polls == [5.0, 5.0]
+    written = w.claim("c").allocation
+    assert written is not None and written["devices"]["results"][0]["bindingConditions"] == ["attached"]
+
+
+def test_pre_bind_binding_failure_and_timeout_are_errors() -> None:
+    for conditions, want in (
+        ({"failed": "True"}, 'device binding failed: claim=c, reason=Test, message="failed is True"'),
+        ({}, "device binding timeout: claim=c"),
+    ):
+        clock = FakeClock()
+        slice_ = resource_slice("node-1-gpus", DRIVER, [WAITING_DEVICE], node="node-1")
+        w = World(CLASS_OBJ, gpu_claim("c"), slice_, clock=clock)
+        pod = pod_with("c").obj()
+        state, _, _ = w.cycle(pod)
+        w.plugin.reserve(state, pod, "node-1")
+
+        def sleep(
+            seconds: float, w: World = w, conditions: dict[str, str] = conditions, clock: FakeClock = clock
+        ) -> None:
+            clock.advance(seconds)
+            stored = w.claim("c")
+            raw = copy.deepcopy(stored.raw)
+            raw["status"]["devices"] = _device_status(**conditions)
+            raw["status"]["allocation"]["allocationTimestamp"] = "2000-01-01T00:00:00Z"
+            raw["metadata"]["resourceVersion"] = str(stored.meta.resource_version + 1)
+            w.tracker.on_update(stored, ResourceClaim.from_dict(raw))
+
+        w.plugin.sleep = sleep
+        st = w.plugin.pre_bind(state, pod, "node-1")
+        assert st is not None and st.code == Code.ERROR and st.message() == want

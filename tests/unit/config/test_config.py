@@ -844,8 +844,7 @@ def test_plugin_config_errors(entries: list[Any], want: str) -> None:
 def test_plugin_config_of_a_kube_plugin_we_do_not_implement_is_a_warning() -> None:
     c = parse(_plugin_config({"name": "GangScheduling", "args": {"someField": "5s"}}))
     assert c.warnings == (
-        "profiles[0].pluginConfig[0].name: ignored: pyscheduler does not implement the "
-        "GangScheduling plugin",
+        "profiles[0].pluginConfig[0].name: ignored: pyscheduler does not implement the GangScheduling plugin",
     )
 
 
