@@ -6,17 +6,21 @@ Usage: ``make differential`` (all scenarios), ``make differential ARGS="--scenar
 Design
 ------
 One ``LocalCluster`` (etcd + kube-apiserver + KWOK, no controller manager) serves the whole run; a
-kube-controller-manager running only the PV binder is added when a scenario needs WaitForFirstConsumer
-binding to complete. For each scenario, the same cluster state is built twice, once per scheduler, and
-only one scheduler process runs at a time::
+kube-controller-manager running only the controllers a scenario needs is added for it: the PV binder
+when WaitForFirstConsumer binding must complete, the resourceclaim controller for DRA scenarios (it
+makes a pod's claims from its ResourceClaimTemplates and deallocates a claim once its last pod is gone).
+For each scenario, the same cluster state is built twice, once per scheduler, and only one scheduler
+process runs at a time::
 
     for scheduler in (kube-scheduler, pyscheduler):
         create namespaces, objects (+ their status), nodes, existing (bound) pods, batch pods
-        start the scheduler (same profile: kube 1.36 defaults minus DynamicResources, which
-                             pyscheduler does not implement)
+        start the scheduler (same profile: each side's full default plugins, kube's 1.36 set
+                             with DynamicResources included)
         batch pods: wait until each is bound or reported unschedulable
         node_updates (if any): patch the nodes' status, then wait for the pending batch pods again
         for each pod, in order:
+            [DRA: delete the bound pods the scenario's ``delete_before`` names for it, and wait until
+             the resourceclaim controller has released their claims]
             list the cluster (pods; plus nodes and other objects on the kube-scheduler pass)
             create the pod; wait until it is bound, or its PodScheduled condition says it is not
             (a pod that may preempt, or got a nominated node, is given time to finish preempting)
@@ -36,7 +40,13 @@ Judging one pod (kube outcome K, pyscheduler outcome P):
   totals are equal. A pod that preempted (on either side) agrees only with the same node and the
   same victims;
 - message agreement (both pending): the FailedScheduling event notes (else the PodScheduled
-  condition messages) are equal.
+  condition messages) are equal;
+- device agreement (DRA; both bound to the same node): each of the pod's claims holds the same devices
+  (request, driver/pool/device, admin access, consumed capacity). On one node the allocator's choice is
+  determined; on tied nodes it is not compared.
+
+``--kube-only`` runs kube-scheduler alone and prints what it did with each pod (node and devices, or
+the message): the way to check a new scenario before comparing.
 
 The run prints one line per scenario, then ``agreement: feasibility A/N, placement B/N`` and
 ``messages: C/M``, writes every disagreement (with the in-memory scores) to
@@ -74,12 +84,8 @@ from pyscheduler.testing.daemon import SchedulerProcess
 JSON = dict[str, Any]
 
 SCHEDULER_NAME = "diff-scheduler"
-# kube 1.36's default profile has one plugin pyscheduler does not implement, DynamicResources; it is
-# disabled on both sides so the profiles are the same (no scenario uses DRA claims).
-PROFILE: JSON = {
-    "schedulerName": SCHEDULER_NAME,
-    "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}},
-}
+# Both schedulers run their full default profile (kube 1.36's includes DynamicResources).
+PROFILE: JSON = {"schedulerName": SCHEDULER_NAME}
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -103,7 +109,13 @@ KINDS: dict[str, tuple[str, bool]] = {
     "Service": ("/api/v1/namespaces/{ns}/services", True),
     # scheduling.k8s.io alpha (workload-aware scheduling; the cluster serves it, see GANG_APISERVER_ARGS)
     "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups", True),
+    # Dynamic Resource Allocation (resource.k8s.io/v1)
+    "DeviceClass": ("/apis/resource.k8s.io/v1/deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1/resourceslices", False),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", True),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", True),
 }
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
 # A scenario that creates a PodGroup runs both schedulers with these gates (bench/scenarios_gang.py); the
 # differential's API server always serves the alpha API they need.
 GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
@@ -131,8 +143,14 @@ EVAL_KINDS: dict[str, str] = {
     "ReplicaSet": "/apis/apps/v1/replicasets",
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",  # into a ClaimTracker, not the store
 }
-FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "PodGroup")
+# A claim the scheduler allocated carries resource.kubernetes.io/delete-protection until the
+# resourceclaim controller deallocates it: teardown drops it, as it does the PV protection finalizers.
+FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "PodGroup", "ResourceClaim")
 
 
 class RunError(RuntimeError):
@@ -153,6 +171,9 @@ class Outcome:
     nominated: str = ""
     victims: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # DRA: the pod's claim (its name in spec.resourceClaims, or "extended-resources") -> the devices its
+    # allocation holds, "request driver/pool/device" each (sorted); recorded once the pod is bound
+    devices: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def bound(self) -> bool:
@@ -194,6 +215,7 @@ class PodResult:
     message: bool | None  # None when not both pending
     note: str = ""
     kube_scores: dict[str, dict[str, int]] | None = None  # from kube-scheduler's log, when it scored
+    devices: bool | None = None  # None unless both bound to the same node with DRA claims
 
     def _score_pairs(self) -> list[tuple[str, str, int, int | None]]:
         """(node, plugin, kube's score, pyscheduler's in-memory score) for every node kube-scheduler scored;
@@ -216,7 +238,7 @@ class PodResult:
         return len(self._score_pairs())
 
     def disagrees(self) -> bool:
-        return not self.feasibility or not self.placement or self.message is False
+        return not self.feasibility or not self.placement or self.message is False or self.devices is False
 
 
 @dataclass
@@ -225,6 +247,7 @@ class ScenarioResult:
     pods: list[PodResult] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
+    kube_only: list[tuple[str, Outcome]] = field(default_factory=list)  # --kube-only: kube's outcomes
 
 
 @dataclass
@@ -258,6 +281,11 @@ class Report:
         return [s for s in self.scenarios if s.error]
 
     @property
+    def devices(self) -> tuple[int, int]:
+        judged = [p for p in self.all_pods() if p.devices is not None]
+        return sum(bool(p.devices) for p in judged), len(judged)
+
+    @property
     def scores(self) -> tuple[int, int]:
         compared = sum(p.scores_compared() for p in self.all_pods())
         return compared - sum(len(p.score_mismatches()) for p in self.all_pods()), compared
@@ -265,9 +293,11 @@ class Report:
     def summary_lines(self) -> list[str]:
         c, m = self.messages
         e, t = self.scores
+        d, dn = self.devices
         return [
             f"agreement: feasibility {self.feasibility}/{self.n}, placement {self.placement}/{self.n}",
             f"messages: {c}/{m}",
+            f"DRA devices (pods on the same node): {d}/{dn} pods with equal allocations",
             f"plugin scores (kube-scheduler's log vs pyscheduler in memory): {e}/{t} node-plugin scores equal",
         ]
 
@@ -291,6 +321,8 @@ class Report:
                 "messages_compared": m,
                 "plugin_scores_equal": self.scores[0],
                 "plugin_scores_compared": self.scores[1],
+                "devices": self.devices[0],
+                "devices_compared": self.devices[1],
             },
             "scenarios": [
                 {
@@ -298,6 +330,11 @@ class Report:
                     "pods": len(s.pods),
                     "seconds": round(s.seconds, 1),
                     **({"error": s.error} if s.error else {}),
+                    **(
+                        {"kube_only": [{"pod": n, **_outcome_json(o)} for n, o in s.kube_only]}
+                        if s.kube_only
+                        else {}
+                    ),
                 }
                 for s in self.scenarios
             ],
@@ -332,6 +369,7 @@ def _pod_json(p: PodResult) -> JSON:
                 ("feasibility", not p.feasibility),
                 ("placement", not p.placement),
                 ("message", p.message is False),
+                ("devices", p.devices is False),
             )
             if bad
         ],
@@ -349,7 +387,7 @@ def _pod_json(p: PodResult) -> JSON:
 
 
 def _outcome_json(o: Outcome) -> JSON:
-    d = {k: v for k, v in asdict(o).items() if v not in ("", [], None)}
+    d = {k: v for k, v in asdict(o).items() if v not in ("", [], {}, None)}
     d["seconds"] = round(o.seconds, 2)
     return d
 
@@ -367,6 +405,22 @@ def _name_of(obj: Mapping[str, Any]) -> str:
 
 def _key(obj: Mapping[str, Any]) -> str:
     return f"{_ns_of(obj)}/{_name_of(obj)}"
+
+
+def allocated_devices(claim: Mapping[str, Any]) -> list[str]:
+    """A ResourceClaim's allocation as "request driver/pool/device" strings (sorted), with " admin" for
+    admin access and the consumed capacity (consumable capacity); the shareID is a random UID, left out."""
+    alloc = (claim.get("status") or {}).get("allocation") or {}
+    out = []
+    for r in (alloc.get("devices") or {}).get("results") or ():
+        text = f"{r.get('request')} {r.get('driver')}/{r.get('pool')}/{r.get('device')}"
+        if r.get("adminAccess"):
+            text += " admin"
+        consumed = r.get("consumedCapacity") or {}
+        if consumed:
+            text += " " + ",".join(f"{k}={v}" for k, v in sorted(consumed.items()))
+        out.append(text)
+    return sorted(out)
 
 
 class Api:
@@ -621,11 +675,44 @@ class PyScheduler:
         self.proc.stop(timeout=15)
 
 
-class PvController:
-    """kube-controller-manager running only the PV binder (completes WaitForFirstConsumer bindings)."""
+PV_CONTROLLER = "persistentvolume-binder-controller"
+# creates a pod's claims from its ResourceClaimTemplates, and deallocates a claim once its last pod is gone
+CLAIM_CONTROLLER = "resourceclaim-controller"
 
-    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
+
+def uses_dra(sc: Scenario) -> bool:
+    """The scenario creates resource.k8s.io objects or pods with ResourceClaims."""
+    return any(o.get("kind") in DRA_KINDS for o in sc.objects) or any(
+        p.get("spec", {}).get("resourceClaims") for p in (*sc.pods, *sc.batch, *sc.existing)
+    )
+
+
+def controllers_for(sc: Scenario) -> tuple[str, ...]:
+    """The kube-controller-manager controllers a scenario needs (none for most). The PV binder runs only
+    where WaitForFirstConsumer binding must complete: elsewhere it would race our writes of pre-bound
+    PV/PVC objects and their status."""
+    out = []
+    if sc.needs_pv_controller:
+        out.append(PV_CONTROLLER)
+    if uses_dra(sc):
+        out.append(CLAIM_CONTROLLER)
+    return tuple(out)
+
+
+class ControllerManager:
+    """kube-controller-manager running only the controllers given (the PV binder completes
+    WaitForFirstConsumer bindings; the resourceclaim controller serves DRA scenarios)."""
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        workdir: Path,
+        controllers: Sequence[str],
+        extra_args: Sequence[str] = (),
+    ) -> None:
         self.cluster = cluster
+        self.controllers = tuple(controllers)
+        self.extra_args = tuple(extra_args)
         self.log_path = workdir / "kube-controller-manager.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -636,7 +723,8 @@ class PvController:
             self.cluster.binary("kube-controller-manager"),
             f"--kubeconfig={self.cluster.kubeconfig}",
             "--leader-elect=false",
-            "--controllers=persistentvolume-binder-controller",
+            f"--controllers={','.join(self.controllers)}",
+            *self.extra_args,
             "--secure-port=0",
             "--use-service-account-credentials=false",
             "--v=1",
@@ -687,10 +775,12 @@ class _Evaluator:
         pod_json: JSON,
     ) -> Evaluation:
         from pyscheduler.app import build_frameworks
+        from pyscheduler.backend.claims import ClaimTracker
         from pyscheduler.backend.objects import ObjectStore, slim
         from pyscheduler.backend.snapshot import Snapshot
         from pyscheduler.framework.clock import RealClock
         from pyscheduler.framework.cycle_state import CycleState
+        from pyscheduler.framework.dra import ResourceClaim
         from pyscheduler.framework.runtime import FrameworkHandle
         from pyscheduler.framework.types import Node, Pod
         from pyscheduler.framework.waiting_pods import WaitingPods
@@ -707,9 +797,13 @@ class _Evaluator:
                 ],
             )
             store = ObjectStore()
+            claims = ClaimTracker()  # DynamicResources reads claims from the handle's assume cache
             for kind, items in objects.items():
                 for o in items:
-                    store.put(kind, slim(copy.deepcopy(o)))
+                    if kind == "ResourceClaim":
+                        claims.on_add(ResourceClaim.from_dict(copy.deepcopy(o)))
+                    else:
+                        store.put(kind, slim(copy.deepcopy(o)))
             handle = FrameworkHandle(
                 snapshot=snap,
                 objects=store,
@@ -717,7 +811,7 @@ class _Evaluator:
                 waiting_pods=WaitingPods(),
                 nominator=None,
                 clock=RealClock(),
-                extra={},
+                extra={"claims": claims},
             )
             fwk = build_frameworks(self.config, self.registry, handle, None)[SCHEDULER_NAME]
             pod = Pod.from_dict(copy.deepcopy(pod_json))
@@ -798,6 +892,8 @@ class ScenarioRunner:
             "PodDisruptionBudget",
             "Service",
             "PodGroup",
+            "ResourceClaim",
+            "ResourceClaimTemplate",
         ) and not md.get("namespace"):
             md["namespace"] = self.sc.namespace
         if kind == "PersistentVolume":
@@ -904,8 +1000,12 @@ class ScenarioRunner:
                 continue
             api.delete(o)
             paths.append(api.path_of(o))
-        # Claims the scheduler or the PV controller touched may carry finalizers again: drop them.
+        # Claims the scheduler or the PV controller touched may carry finalizers again: drop them. The
+        # same for ResourceClaims the resourceclaim controller or the scheduler made for the pods.
         for ns in self.namespaces():
+            for c in api.items(KINDS["ResourceClaim"][0].format(ns=ns)):
+                api.delete({"kind": "ResourceClaim", **c})
+                paths.append(api.path_of({"kind": "ResourceClaim", **c}))
             for c in api.items(f"/api/v1/namespaces/{ns}/persistentvolumeclaims"):
                 api.delete({"kind": "PersistentVolumeClaim", **c})
                 paths.append(api.path_of({"kind": "PersistentVolumeClaim", **c}))
@@ -956,6 +1056,9 @@ class ScenarioRunner:
                     settle = PREEMPT_SETTLE
                 else:
                     settle = 0.0
+                # a DRA scenario may ask for more: a pod whose claim PostFilter deallocates is first
+                # reported unschedulable, then retried once the claim update arrives
+                settle = max(settle, float(getattr(self.sc, "settle", 0.0)))
                 if now - first_pending >= settle:
                     out = Outcome(
                         reason=reason,
@@ -990,6 +1093,57 @@ class ScenarioRunner:
                 return ""
             time.sleep(0.1)
 
+    def pod_claims(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The pod's claims: its name for each in spec.resourceClaims (and "extended-resources" for the
+        claim the scheduler made for extended resources backed by DRA) -> the ResourceClaim's name."""
+        spec, st = pod.get("spec") or {}, pod.get("status") or {}
+        generated = {c.get("name"): c.get("resourceClaimName") for c in st.get("resourceClaimStatuses") or ()}
+        out: dict[str, str] = {}
+        for rc in spec.get("resourceClaims") or ():
+            claim = rc.get("resourceClaimName") or generated.get(rc.get("name")) or ""
+            out[str(rc.get("name"))] = str(claim)
+        ext = (st.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if ext:
+            out["extended-resources"] = str(ext)
+        return out
+
+    def claim_devices(self, ns: str, name: str, timeout: float = 5.0) -> dict[str, list[str]]:
+        """A bound pod's claims -> the devices allocated to each (the scheduler writes the allocation in
+        PreBind, before the binding: it is there once the pod is bound)."""
+        pod = self.api.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+        if pod is None:
+            return {}
+        out: dict[str, list[str]] = {}
+        for ref, claim_name in self.pod_claims(pod).items():
+            path = f"{KINDS['ResourceClaim'][0].format(ns=ns)}/{claim_name}"
+            deadline = time.monotonic() + timeout
+            claim = self.api.get(path) if claim_name else None
+            while claim is not None and not (claim.get("status") or {}).get("allocation"):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(POLL)
+                claim = self.api.get(path)
+            out[ref] = allocated_devices(claim) if claim is not None else ["<no claim>"]
+        return out
+
+    def delete_with_claims(self, key: str, timeout: float = 30.0) -> None:
+        """Delete a bound pod and wait until the resourceclaim controller has released its claims
+        (deallocated, or deleted if they were made for the pod), so the next pod sees the devices free."""
+        ns, name = key.split("/", 1)
+        pod = self.api.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+        claims = list(self.pod_claims(pod).values()) if pod is not None else []
+        self.delete_pod(key)
+        deadline = time.monotonic() + timeout
+        for claim_name in claims:
+            path = f"{KINDS['ResourceClaim'][0].format(ns=ns)}/{claim_name}"
+            while True:
+                c = self.api.get(path)
+                if c is None or not (c.get("status") or {}).get("allocation"):
+                    break
+                if time.monotonic() > deadline:
+                    raise RunError(f"claim {ns}/{claim_name} still allocated {timeout:.0f}s after {key} went")
+                time.sleep(POLL)
+
     def delete_pod(self, key: str) -> None:
         ns, name = key.split("/", 1)
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
@@ -1015,6 +1169,10 @@ class ScenarioRunner:
             for p in self.sc.batch:
                 ns, name = _ns_of(self._fill(p)), _name_of(p)
                 result.batch[name] = self.await_decision(ns, name, may_preempt=True)
+            for p in self.sc.batch:  # devices once every batch pod is decided (a later one may preempt)
+                o = result.batch[_name_of(p)]
+                if o.bound:
+                    o.devices = self.claim_devices(_ns_of(self._fill(p)), _name_of(p))
             if self.sc.node_updates:
                 self.update_nodes()
                 for name, o in result.batch.items():
@@ -1026,7 +1184,10 @@ class ScenarioRunner:
             result.batch_post = self.api.bound_pods()
             if reference is not None and result.batch_post != reference.batch_post:
                 self.reconcile(reference.batch_post)
+            deletions: Mapping[str, Sequence[str]] = getattr(self.sc, "delete_before", {})
             for i, p in enumerate(self.sc.pods):
+                for gone in deletions.get(_name_of(p), ()):
+                    self.delete_with_claims(f"{self.sc.namespace}/{gone}")
                 result.pods.append(self.place(p, keep_state=reference is None))
                 if reference is not None and result.pods[-1].post != reference.pods[i].post:
                     self.reconcile(reference.pods[i].post)
@@ -1094,7 +1255,9 @@ class ScenarioRunner:
         ]
         may_preempt = bool(lower) and admitted["spec"].get("preemptionPolicy") != "Never"
         out = self.await_decision(ns, name, may_preempt, start=created_at)
-        if not out.bound:
+        if out.bound:
+            out.devices = self.claim_devices(ns, name)
+        else:
             self.delete_pod(f"{ns}/{name}")
         run.post = api.bound_pods()
         out.victims = sorted(k for k in before if k not in run.post)
@@ -1103,6 +1266,18 @@ class ScenarioRunner:
 
 
 # ------------------------------------------------------------------------------------------ judging
+
+
+def _devices_text(o: Outcome) -> str:
+    return "; ".join(f"{claim}: {', '.join(devs) or '-'}" for claim, devs in sorted(o.devices.items()))
+
+
+def kube_outcomes(sc: Scenario, kube: Pass) -> list[tuple[str, Outcome]]:
+    """--kube-only: what kube-scheduler did with each pod, in the order judge() would list them."""
+    out = [(_name_of(p), kube.batch[_name_of(p)]) for p in sc.batch]
+    out += [(f"{n}@after-update", o) for n, o in sorted(kube.batch_late.items())]
+    out += [(_name_of(p), kube.pods[i].outcome) for i, p in enumerate(sc.pods)]
+    return out
 
 
 def judge(sc: Scenario, kube: Pass, py: Pass, evaluator: _Evaluator) -> list[PodResult]:
@@ -1172,7 +1347,12 @@ def _judge_one(
     message: bool | None = None
     if not k.bound and not q.bound:
         message = k.message == q.message
-    return PodResult(scenario, name, k, q, ev, feas, placement, message, note, kube_scores)
+    # DRA: on the same node the allocator's choice is determined (pools, slices and devices are tried in
+    # a fixed order), so the devices must be the same; on tied nodes they differ by construction.
+    devices: bool | None = None
+    if k.bound and q.bound and k.node == q.node and (k.devices or q.devices):
+        devices = k.devices == q.devices
+    return PodResult(scenario, name, k, q, ev, feas, placement, message, note, kube_scores, devices)
 
 
 # ------------------------------------------------------------------------------------------ driver
@@ -1181,7 +1361,9 @@ def _judge_one(
 class Differential:
     """Owns the cluster (unless given one), the PV controller and the temp directory of a run."""
 
-    def __init__(self, cluster: LocalCluster | None = None, keep_logs: bool = False) -> None:
+    def __init__(
+        self, cluster: LocalCluster | None = None, keep_logs: bool = False, kube_only: bool = False
+    ) -> None:
         self._own = cluster is None
         self.cluster = cluster or LocalCluster(
             with_kwok=True,
@@ -1191,8 +1373,9 @@ class Differential:
         )
         self.keep_logs = keep_logs
         self.workdir = Path(tempfile.mkdtemp(prefix="differential-"))
-        self.pv_controller: PvController | None = None
+        self.controllers: ControllerManager | None = None
         self.evaluator = _Evaluator()
+        self.kube_only = kube_only
 
     def __enter__(self) -> Differential:
         if self._own:
@@ -1200,8 +1383,8 @@ class Differential:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.pv_controller is not None:
-            self.pv_controller.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
         if self._own:
             self.cluster.stop()
         if not self.keep_logs:
@@ -1218,14 +1401,23 @@ class Differential:
             feas = sum(p.feasibility for p in res.pods)
             place = sum(p.placement for p in res.pods)
             judged = [p for p in res.pods if p.message is not None]
+            if self.kube_only:
+                out(
+                    f"[{i:2d}/{len(scenarios)}] {sc.name:<{width}}  kube-scheduler only  ({res.seconds:.1f}s)"
+                )
             line = (
                 f"[{i:2d}/{len(scenarios)}] {sc.name:<{width}}  pods {len(res.pods):2d}  feasibility "
                 f"{feas}/{len(res.pods)}  placement {place}/{len(res.pods)}  messages "
                 f"{sum(bool(p.message) for p in judged)}/{len(judged)}  ({res.seconds:.1f}s)"
             )
-            out(line)
+            if not self.kube_only:
+                out(line)
             if res.error:
                 out(f"      ERROR: {res.error.splitlines()[0][:300]}")
+            for name, o in res.kube_only:
+                out(f"      {name}: {o.describe()}" + (f"  {_devices_text(o)}" if o.devices else ""))
+                if not o.bound:
+                    out(f"        {o.message}")
             for p in res.pods:
                 if p.disagrees():
                     out(
@@ -1235,6 +1427,9 @@ class Differential:
                     if p.message is False:
                         out(f"        kube: {p.kube.message}")
                         out(f"        py:   {p.py.message}")
+                    if p.devices is False:
+                        out(f"        kube: {_devices_text(p.kube)}")
+                        out(f"        py:   {_devices_text(p.py)}")
         report.seconds = time.monotonic() - t0
         return report
 
@@ -1243,14 +1438,12 @@ class Differential:
         t0 = time.monotonic()
         runner = ScenarioRunner(api, sc)
         try:
-            # The PV binder runs only for scenarios that need it: elsewhere it would race our writes of
-            # pre-bound PV/PVC objects and their status.
-            if sc.needs_pv_controller:
-                if self.pv_controller is None:
-                    self.pv_controller = PvController(self.cluster, self.workdir)
-                self.pv_controller.start()
+            wanted = controllers_for(sc)
+            if wanted:
+                self.controllers = ControllerManager(self.cluster, self.workdir, wanted)
+                self.controllers.start()
             passes: list[Pass] = []
-            for cls in (KubeScheduler, PyScheduler):
+            for cls in (KubeScheduler,) if self.kube_only else (KubeScheduler, PyScheduler):
                 sched = cls(self.cluster, self.workdir, feature_gates_for(sc))
                 try:
                     passes.append(runner.run_pass(sched, passes[0] if passes else None))
@@ -1268,12 +1461,16 @@ class Differential:
                             shutil.move(str(sched.dir), str(self.workdir / f"{sc.name}-{cls.label}"))
                     else:
                         shutil.rmtree(sched.dir, ignore_errors=True)
-            res.pods = judge(sc, passes[0], passes[1], self.evaluator)
+            if self.kube_only:
+                res.kube_only = kube_outcomes(sc, passes[0])
+            else:
+                res.pods = judge(sc, passes[0], passes[1], self.evaluator)
         except Exception as e:
             res.error = f"{type(e).__name__}: {e}"
         finally:
-            if self.pv_controller is not None:
-                self.pv_controller.stop()
+            if self.controllers is not None:
+                self.controllers.stop()
+                self.controllers = None
         res.seconds = time.monotonic() - t0
         return res
 
@@ -1283,8 +1480,9 @@ def run_differential(
     cluster: LocalCluster | None = None,
     out: Callable[[str], None] = print,
     keep_logs: bool = False,
+    kube_only: bool = False,
 ) -> Report:
-    with Differential(cluster, keep_logs=keep_logs) as d:
+    with Differential(cluster, keep_logs=keep_logs, kube_only=kube_only) as d:
         return d.run(scenarios, out)
 
 
@@ -1306,6 +1504,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run only this scenario (repeatable; comma-separated lists work too)",
     )
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument(
+        "--kube-only",
+        action="store_true",
+        help="run kube-scheduler alone and print what it did with each pod (to check a new scenario)",
+    )
     ap.add_argument(
         "--output",
         type=Path,
@@ -1337,10 +1540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     def out(line: str) -> None:
         print(line, flush=True)
 
-    with Differential(keep_logs=args.keep_logs) as d:
+    with Differential(keep_logs=args.keep_logs, kube_only=args.kube_only) as d:
         if args.keep_logs:
             out(f"logs: {d.workdir}")
         report = d.run(selected, out)
+    if args.kube_only:
+        for failed in report.errors:
+            print(f"scenario {failed.name} could not be run: {failed.error.splitlines()[0]}", file=sys.stderr)
+        return 2 if report.errors else 0
     for line in report.summary_lines():
         print(line)
     path = write_report(report, args.output)

@@ -17,6 +17,9 @@ name ``py-scheduler`` with the default plugins, leader election off and clientCo
     → [Unschedulable: create pods that fit nowhere, wait for PodScheduled=False]
     → create the measured pods (30 creators) and wait until all are bound → stop the scheduler
 
+DRA workloads (a ``DraLoad``) add, once, a ResourceSlice per node, a DeviceClass, a ResourceClaimTemplate
+and kube-controller-manager's resourceclaim controller; per run, their claims (``bench/dra_run.py``).
+
 Figures per run (``bench/measure.py``): throughput (pods bound per second, per-second samples: avg, p50,
 p90, p99), creation→bind latency per pod (p50, p90, p99), scheduler CPU seconds during the measured
 phase and peak RSS. Once per cluster: the API server's Binding ceiling (N threads posting Bindings for
@@ -54,6 +57,7 @@ from typing import Any
 import orjson
 
 from bench import chart
+from bench.dra_run import DraCluster, DraRun
 from bench.measure import (
     Ceiling,
     Conn,
@@ -434,7 +438,7 @@ def _create_unschedulable_pods(env: Env, wl: Workload, tag: str, prefix: str, wa
     return unsched_names
 
 
-def run_one(
+def run_one(  # noqa: C901 (DRA hooks pushed it over 15 again; to split, issue #22)
     env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int, profile_dir: Path | None
 ) -> dict[str, Any]:
     a = env.args
@@ -443,6 +447,9 @@ def run_one(
     prefix = f"  [{wl.name} {sched.name} #{rep + 1}]"
     pods_path = f"/api/v1/namespaces/{NS}/pods"
     clean_namespace(env)
+    dra = DraRun(env, wl, tag, NS) if wl.dra else None  # DRA workloads: this run's claims
+    if dra is not None:
+        dra.prepare()
     watch = PodWatch(env.endpoint, NS, resource_version(env))
     watch.start()
     result: dict[str, Any] = {
@@ -469,6 +476,8 @@ def run_one(
         # measured pods
         names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
         bodies = encode(wl.template, names)
+        if dra is not None:
+            dra.start(watch, names)  # steady state: measured pods deleted once bound
         sent: dict[str, float] = {}
         created = threading.Event()
         create_errors: list[str] = []
@@ -563,6 +572,8 @@ def run_one(
     finally:
         if profiler is not None:
             profiler.stop()
+        if dra is not None:
+            dra.stop()
         sched.stop()
         watch.stop()
     _finish_run(env, sched, result, prefix)
@@ -854,7 +865,7 @@ def _summarise_profiles(results: dict[str, Any]) -> None:
                     say(f"  {share:6.1f}   {fn}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (to split, issue #22)
     a = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     all_wls = workloads(a.nodes, a.pods)
@@ -881,6 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     t0 = time.monotonic()
     cluster.start()
+    dra_cluster: DraCluster | None = None
     try:
         say(
             f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})"
@@ -902,6 +914,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
             f"{ceiling.with_events_per_second:,.0f} pods/s"
         )
+
+        dra_wls = [all_wls[n] for n in chosen if all_wls[n].dra is not None]
+        if dra_wls:  # devices on every node, the DeviceClass, the resourceclaim controller
+            dra_cluster = DraCluster(env, NS)
+            dra_cluster.start(dra_wls)
 
         results: dict[str, Any] = {}
         for name in chosen:
@@ -938,6 +955,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ok=(200, 404),
             )
     finally:
+        if dra_cluster is not None:
+            dra_cluster.stop()
         cluster.stop()
 
     say("\n" + "=" * 78)

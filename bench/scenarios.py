@@ -1737,3 +1737,4 @@ _check()
 from bench.scenarios_gang import GANG_SCENARIOS  # noqa: E402 (the gang scenarios use the helpers above)
 
 SCENARIOS.extend(GANG_SCENARIOS)
+import bench.scenarios_dra  # noqa: E402, F401  (Dynamic Resource Allocation scenarios, appended to SCENARIOS)

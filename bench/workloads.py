@@ -30,6 +30,20 @@ Unschedulable          N/2.5 pods needing 8 CPU    P plain
                        (fit nowhere; not waited
                        for, except PodScheduled=False)
 =====================  ==========================  =====================================================
+
+The DRA workloads (after scheduler_perf's dra/performance-config.yaml; set up by bench/dra_run.py): every
+node publishes 10 devices in a ResourceSlice, M = min(P, 5N) measured pods each ask for one device.
+
+=======================================  ======================  ============================================
+workload                                 init pods               measured pods
+=======================================  ======================  ============================================
+SchedulingWithResourceClaimTemplate      min(M, 10N - M)         M, a ResourceClaimTemplate each (claims made
+                                         (templates)             by the resourceclaim controller)
+SchedulingWithResourceClaim              min(M, 10N - M)         M, ResourceClaims made before the pods, five
+                                         (shared claims)         pods sharing each
+SteadyStateClusterResourceClaimTemplate  0; 5N claims hold a     M with templates, each deleted once bound
+                                         device, no pod          (its claim released): utilisation stays level
+=======================================  ======================  ============================================
 """
 
 from __future__ import annotations
@@ -239,6 +253,22 @@ def _too_big(name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class DraLoad:
+    """What a DRA workload needs besides pods (created by bench/dra_run.py): every node publishes
+    ``devices_per_node`` devices in a ResourceSlice of DRA_DRIVER, one DeviceClass selects them, and
+    each pod asks for one device through the ResourceClaimTemplate DRA_TEMPLATE (``pods_per_claim``
+    0) or through a ResourceClaim it shares with ``pods_per_claim - 1`` others (created before the pods).
+    ``preallocated`` claims hold a device each before the run, reserved by no pod (a cluster already
+    partly in use); ``delete_bound`` deletes each measured pod once bound, so its claim is released
+    and the cluster stays at the same utilisation (steady state)."""
+
+    devices_per_node: int = 10
+    pods_per_claim: int = 0
+    preallocated: int = 0
+    delete_bound: bool = False
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     short: str  # for pod names (DNS-1123)
@@ -250,6 +280,7 @@ class Workload:
     unschedulable_template: PodTemplate = _too_big
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    dra: DraLoad | None = None  # Dynamic Resource Allocation workloads: devices, claims (bench/dra_run.py)
 
 
 def workloads(nodes: int, pods: int) -> dict[str, Workload]:
@@ -340,7 +371,160 @@ def workloads(nodes: int, pods: int) -> dict[str, Workload]:
             notes="pods needing 8 CPU (fit nowhere) created and tried first",
         ),
     ]
+    wls += dra_workloads(nodes, pods)
     return {w.name: w for w in wls}
+
+
+# ------------------------------------------------------------------------------------------ DRA
+# After scheduler_perf's dra/performance-config.yaml: a test driver's ResourceSlice per node with 10
+# devices ("instance-<i>", attributes model/family/driverVersion/numa, 1Gi memory capacity), the
+# DeviceClass "test-class" selecting the driver, claims asking for one device of that class.
+
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_CLASS = "test-class"
+DRA_TEMPLATE = "test-claim-template"
+DRA_DEVICES_PER_NODE = 10
+
+
+def dra_device_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRA_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+
+
+def dra_slice(node_name: str, devices: int = DRA_DEVICES_PER_NODE) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": node_name},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(devices)
+            ],
+        },
+    }
+
+
+def _dra_request() -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DRA_CLASS}}]}}
+
+
+def dra_template() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": DRA_TEMPLATE},
+        "spec": {"spec": _dra_request()},
+    }
+
+
+def dra_claim(name: str, allocated: tuple[str, str] | None = None) -> dict[str, Any]:
+    """A claim for one device; ``allocated`` = (node, device) presets its allocation (written through
+    the status subresource by the runner)."""
+    c: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": _dra_request(),
+    }
+    if allocated is not None:
+        node_name, dev = allocated
+        c["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "req-0", "driver": DRA_DRIVER, "pool": node_name, "device": dev}]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+                    ]
+                },
+            }
+        }
+    return c
+
+
+_INDEXED = re.compile(r"^(.*-[im])(\d+)$")
+PODS_PER_CLAIM = 5  # scheduler_perf's SchedulingWithResourceClaim: five pods share each claim
+
+
+def dra_claim_name(pod_name: str, pods_per_claim: int = PODS_PER_CLAIM) -> str:
+    """The shared claim of an indexed pod ("<tag>-m12" -> "<tag>-m-claim-2")."""
+    m = _INDEXED.match(pod_name)
+    if m is None:
+        raise ValueError(f"not an indexed pod name: {pod_name!r}")
+    return f"{m.group(1)}-claim-{int(m.group(2)) // pods_per_claim}"
+
+
+def _with_claim(p: dict[str, Any], entry: dict[str, str]) -> dict[str, Any]:
+    p["spec"]["resourceClaims"] = [{"name": "resource", **entry}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "resource"}]
+    return p
+
+
+def _dra_templated(name: str) -> dict[str, Any]:
+    return _with_claim(pod(name, labels={WORKLOAD_LABEL: "dra"}), {"resourceClaimTemplateName": DRA_TEMPLATE})
+
+
+def _dra_shared(name: str) -> dict[str, Any]:
+    return _with_claim(pod(name, labels={WORKLOAD_LABEL: "dra"}), {"resourceClaimName": dra_claim_name(name)})
+
+
+def dra_workloads(nodes: int, pods: int) -> list[Workload]:
+    """The DRA workloads. Devices: 10 per node; the init and measured pods of each workload need at
+    most all of them (scheduler_perf sizes its runs so that the cluster fills up completely)."""
+    devices = nodes * DRA_DEVICES_PER_NODE
+    measured = min(pods, devices // 2)
+    init = min(measured, devices - measured)
+    return [
+        Workload(
+            "SchedulingWithResourceClaimTemplate",
+            "dratmpl",
+            init,
+            _dra_templated,
+            measured,
+            _dra_templated,
+            notes="a ResourceClaimTemplate per pod (claims made by the resourceclaim controller), 10 devices/node",
+            dra=DraLoad(),
+        ),
+        Workload(
+            "SchedulingWithResourceClaim",
+            "draclaim",
+            init,
+            _dra_shared,
+            measured,
+            _dra_shared,
+            notes=f"ResourceClaims made before the pods, each shared by {PODS_PER_CLAIM} pods",
+            dra=DraLoad(pods_per_claim=PODS_PER_CLAIM),
+        ),
+        Workload(
+            "SteadyStateClusterResourceClaimTemplate",
+            "drasteady",
+            0,
+            _dra_templated,
+            measured,
+            _dra_templated,
+            notes="half the devices allocated to claims no pod uses; measured pods (templates) deleted "
+            "once bound, their claims released",
+            dra=DraLoad(preallocated=devices // 2, delete_bound=True),
+        ),
+    ]
 
 
 def priority_classes() -> list[dict[str, Any]]:

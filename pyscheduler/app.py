@@ -87,6 +87,12 @@ DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
     "DeviceClass": ("/apis/resource.k8s.io/v1/deviceclasses", Resource.DEVICE_CLASS),
     "ResourceSlice": ("/apis/resource.k8s.io/v1/resourceslices", Resource.RESOURCE_SLICE),
 }
+DRA_KINDS = frozenset({"ResourceClaim", *DRA_OBJECT_KINDS})
+DRA_SYNC_HINT = (
+    " (DynamicResources, in the default profile as in kube 1.36, needs resource.k8s.io/v1, served from "
+    "Kubernetes 1.34 on; on an older cluster disable the plugin in the profile: "
+    "plugins.multiPoint.disabled: [{name: DynamicResources}])"
+)
 
 
 # Workload-aware scheduling (GenericWorkload gate): PodGroups are watched, into the object store, only
@@ -243,7 +249,7 @@ class App:
         deadline = time.monotonic() + sync_timeout
         for r in self.reflectors:
             if not r.wait_synced(max(0.1, deadline - time.monotonic())):
-                hint = ""
+                hint = DRA_SYNC_HINT if r.name in DRA_KINDS else ""
                 if r.name in POD_GROUP_KINDS:
                     hint = (
                         " (the GenericWorkload gate needs the API server to serve scheduling.k8s.io/v1alpha2: "
@@ -644,6 +650,11 @@ def build_app(
         if queue_ref:
             queue_ref[0].activate([p.uid for p in pods])
 
+    claim_writer = None
+    if hasattr(api, "update_status"):  # DynamicResources' claim writes (pyscheduler.client.claims)
+        from pyscheduler.client.claims import ClaimWriter
+
+        claim_writer = ClaimWriter(api, clock.wall)
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=objects,
@@ -659,6 +670,7 @@ def build_app(
             "pod_group_states": cache.pod_group_states,
             "feature_gates": gates.as_mapping(),  # plugins read gates as name -> bool
             "activate_pods": activate_pods,
+            "claim_writer": claim_writer,
             **({"rng": rng} if rng is not None else {}),
             **(extra or {}),
         },

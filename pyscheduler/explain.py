@@ -8,7 +8,10 @@ object store the daemon uses, builds the pod's profile from the same configurati
 when it fell back to the built-in default profile), and runs the pod's scheduling cycle read-only:
 PreEnqueue (a gated pod is reported as gated, with its gates and the plugin that holds it), PreFilter,
 then Filter on *every* node (no sampling), then PreScore and Score on the nodes that fit. Nothing is
-bound, reserved, patched or deleted; PostFilter (preemption) is not run, since it would evict pods.
+bound, reserved, patched or deleted; PostFilter (preemption, DRA deallocation) is not run, since it would
+evict pods or write claims. DynamicResources sees the cluster's ResourceClaims, DeviceClasses and
+ResourceSlices, so a pod with claims gets its per-node verdicts ("cannot allocate all claims", "resourceclaim
+not available on the node") like any other plugin's.
 
 A bound pod is replayed as if it were pending: without its ``spec.nodeName`` and with itself removed
 from its node. The report then says where it would go now, the rank and per-plugin scores of the node
@@ -31,10 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyscheduler.backend.cache import Cache
+from pyscheduler.backend.claims import ClaimTracker
 from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import RealClock
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import FitError, Framework, FrameworkHandle
@@ -223,6 +228,7 @@ def explain(
         pod_json["spec"].pop("nodeName", None)
     pod = Pod.from_dict(dict(pod_json))
     snapshot = _cluster_snapshot(pod, nodes_json, pods_json)
+    claims = _claim_tracker(objects)
     handle = FrameworkHandle(
         snapshot=snapshot,
         objects=_object_store(objects),
@@ -230,6 +236,7 @@ def explain(
         waiting_pods=WaitingPods(),
         nominator=None,
         clock=RealClock(),
+        extra={"claims": claims},  # no claim writer: explain writes nothing
     )
     timings = _Timings()
     frameworks = build_frameworks(config, registry, handle, None, observer=timings, slow_plugin_threshold=0.0)
@@ -278,9 +285,21 @@ def _cluster_snapshot(
 def _object_store(objects: Mapping[str, list[dict[str, Any]]]) -> ObjectStore:
     store = ObjectStore()
     for kind, items in objects.items():
+        if kind == CLAIM_KIND:
+            continue  # DynamicResources reads ResourceClaims from its assume cache (_claim_tracker)
         for o in items:
             store.put(kind, slim(o))
     return store
+
+
+def _claim_tracker(objects: Mapping[str, list[dict[str, Any]]]) -> ClaimTracker:
+    claims = ClaimTracker()
+    for o in objects.get(CLAIM_KIND, ()):
+        try:
+            claims.on_add(ResourceClaim.from_dict(slim(o)))
+        except MalformedObject:
+            continue
+    return claims
 
 
 def _run_cycle(fwk: Framework, ex: Explanation, nodes: list[NodeInfo]) -> None:
@@ -354,17 +373,21 @@ def _score(fwk: Framework, state: CycleState, ex: Explanation, feasible: list[No
     ex.scores = scored
 
 
-# kinds plugins read, listed once (same set the daemon watches)
+CLAIM_KIND = "ResourceClaim"
+
+
+# kinds plugins read, listed once (same set the daemon watches, the resource.k8s.io kinds included)
 def read_cluster(
     api: Any, namespace: str, name: str
 ) -> tuple[dict[str, Any], list[Any], list[Any], dict[str, list[Any]]]:
-    from pyscheduler.app import OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
 
     pod = api.get("Pod", namespace, name)
     nodes, _ = api.list("/api/v1/nodes")
     pods, _ = api.list("/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed")
     objects: dict[str, list[Any]] = {}
-    for kind, (path, _res) in OBJECT_KINDS.items():
+    kinds = {**OBJECT_KINDS, **DRA_OBJECT_KINDS, CLAIM_KIND: (DRA_CLAIMS_PATH, None)}
+    for kind, (path, _res) in kinds.items():
         try:
             objects[kind], _ = api.list(path)
         except Exception:

@@ -13,6 +13,8 @@ util/assumecache):
   again, also under a burst of pods. ``remove_pending_allocation`` (Unreserve, or once PreBind's write
   is assumed) drops it; a claim shared by several pods stays in flight until its last sharer is gone.
 - Devices allocated with adminAccess do not count as allocated (kube: admin access does not consume).
+- A share of a device that allows multiple allocations (a result with a shareID) does not take the device
+  either: ``allocated_capacity()`` adds up what the shares consume instead (DRAConsumableCapacity).
 
 Thread-safe: the watch threads write, the scheduling and binding threads read and assume.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import structlog
 
@@ -49,7 +52,17 @@ class _InFlight:
 
 
 def _devices(claim: ResourceClaim) -> list[DeviceID]:
-    return [r.device_id for r in claim.results if not r.admin_access]
+    """Devices the claim holds exclusively (not with admin access, not a share of a device)."""
+    return [r.device_id for r in claim.results if not r.admin_access and not r.share_id]
+
+
+def _add_shares(claim: ResourceClaim, into: dict[DeviceID, dict[str, Fraction]]) -> None:
+    for r in claim.results:
+        if r.admin_access or not r.share_id:
+            continue
+        per = into.setdefault(r.device_id, {})
+        for name, v in r.consumed_capacity.items():
+            per[name] = per.get(name, Fraction(0)) + v
 
 
 class ClaimTracker:
@@ -181,6 +194,18 @@ class ClaimTracker:
     def list(self) -> list[ResourceClaim]:
         with self._lock:
             return [e.latest for e in self._claims.values()]
+
+    def allocated_capacity(self) -> dict[DeviceID, dict[str, Fraction]]:
+        """DRAConsumableCapacity: per device shared by several claims, the capacity their shares consume
+        (stored claims and in-flight allocations; kube's AggregatedCapacity)."""
+        out: dict[DeviceID, dict[str, Fraction]] = {}
+        with self._lock:
+            for e in self._claims.values():
+                _add_shares(e.latest, out)
+            for f in self._in_flight.values():
+                if self._claims.get(f.claim.key) is None or not self._claims[f.claim.key].latest.allocated:
+                    _add_shares(f.claim, out)
+        return out
 
     def allocated_devices(self) -> set[DeviceID]:
         """Devices allocated by stored claims plus those of in-flight allocations (one consistent view)."""

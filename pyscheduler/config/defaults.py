@@ -22,10 +22,12 @@ inspects plugin classes); nothing here imports plugins.
 Default multiPoint list (kube 1.36 with default feature gates; weights only where kube sets one):
 SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (3), NodeAffinity (2),
 NodePorts, NodeResourcesFit (1), VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-PodTopologySpread (2), InterPodAffinity (2), [DynamicResources], DefaultPreemption,
+PodTopologySpread (2), InterPodAffinity (2), DynamicResources (2), DefaultPreemption,
 NodeResourcesBalancedAllocation (1), ImageLocality (1), DefaultBinder, NodeDeclaredFeatures (appended
-when its gate is on, as it is by default in 1.36). DynamicResources (GA in 1.34) is left out:
-pyscheduler does not implement DRA. A default the registry lacks is skipped with a warning.
+when its gate is on, as it is by default in 1.36). DynamicResources is inserted right before
+DefaultPreemption by kube's applyDynamicResources (its gate is GA and locked on), so that PostFilter first
+deallocates an idle claim before preemption evicts anyone. A default the registry lacks is skipped with a
+warning.
 
 Alpha gates (``--feature-gates``, see ``config/feature_gates.py``) append as kube's ``applyFeatureGates``
 does: GangScheduling when ``GangScheduling`` is on; TopologyPlacementGenerator, then PodGroupPodsCount
@@ -70,7 +72,7 @@ class PluginSetSpec:
     path: str = ""
 
 
-# kube 1.36 getDefaultPlugins() with default feature gates, minus DynamicResources (not implemented here).
+# kube 1.36 getDefaultPlugins() with default feature gates.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -86,6 +88,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    PluginRef("DynamicResources", 2),  # kube's applyDynamicResources: before DefaultPreemption, weight 2
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
@@ -95,7 +98,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
 
 # kube in-tree plugins pyscheduler does not implement. Disabling one is a no-op; enabling one is an error;
 # a pluginConfig entry for one is ignored with a warning (so a kube config that tunes it still loads).
-NOT_IMPLEMENTED: frozenset[str] = frozenset({"DynamicResources"})
+NOT_IMPLEMENTED: frozenset[str] = frozenset()
 
 # Appended to the defaults when their feature gate is on (kube's applyGangScheduling and
 # applyTopologyAwareWorkloadScheduling), in this order.

@@ -2,17 +2,21 @@
 
 Parsed from the API's JSON by ``from_dict``; a field of the wrong shape raises ``MalformedObject`` with the
 field's path. What scheduling reads is kept as slotted records; the claim keeps its raw status allocation
-too, because PreBind writes it back. Only the GA feature set of 1.36 is read (exactly/firstAvailable
-requests, selectors, counts, allocation modes, constraints, admin access, pools); device taints, counters,
-consumable capacity and binding conditions are not.
+too, because PreBind writes it back. Read: the GA feature set of 1.36 (exactly/firstAvailable requests,
+selectors, counts, allocation modes, constraints, admin access, pools) and the beta features on by default:
+device taints and request tolerations, partitionable devices (shared counters, counter consumption,
+per-device node selection), binding conditions, consumable capacity (capacity requests, request policies,
+shares of devices that allow multiple allocations).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Protocol
 
+from pyscheduler.framework.quantity import QuantityError, parse_quantity
 from pyscheduler.framework.types import JSON, MalformedObject
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
@@ -104,6 +108,47 @@ def _selectors(raw: Any, path: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceTaint:
+    key: str
+    value: str = ""
+    effect: str = ""  # NoSchedule, NoExecute, None (only the first two keep a device from being allocated)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    key: str = ""
+    operator: str = ""  # "" means Equal
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: DeviceTaint) -> bool:
+        """kube's resourceclaim.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+def _tolerations(raw: Any, path: str) -> tuple[DeviceToleration, ...]:
+    out = []
+    for i, t in enumerate(_list(raw, path)):
+        p = f"{path}[{i}]"
+        t = _map(t, p)
+        out.append(
+            DeviceToleration(
+                key=_str(t.get("key"), f"{p}.key"),
+                operator=_str(t.get("operator"), f"{p}.operator"),
+                value=_str(t.get("value"), f"{p}.value"),
+                effect=_str(t.get("effect"), f"{p}.effect"),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class ExactRequest:
     """An ``exactly`` request or one ``firstAvailable`` subrequest."""
 
@@ -113,6 +158,10 @@ class ExactRequest:
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int = 1
     admin_access: bool = False
+    tolerations: tuple[DeviceToleration, ...] = ()
+    raw_tolerations: tuple[JSON, ...] = field(default=(), compare=False, repr=False)  # copied into results
+    # DRAConsumableCapacity: capacity.requests (name -> (value, as written))
+    capacity_requests: Mapping[str, tuple[Fraction, str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_dict(cls, name: str, raw: Mapping[str, Any], path: str) -> ExactRequest:
@@ -129,6 +178,17 @@ class ExactRequest:
             allocation_mode=mode,
             count=count,
             admin_access=_bool(raw.get("adminAccess"), f"{path}.adminAccess"),
+            tolerations=_tolerations(raw.get("tolerations"), f"{path}.tolerations"),
+            raw_tolerations=tuple(dict(t) for t in _list(raw.get("tolerations"), f"{path}.tolerations")),
+            capacity_requests={
+                str(k): (
+                    _quantity(v, f"{path}.capacity.requests[{k}]"),
+                    _str(v, f"{path}.capacity.requests[{k}]"),
+                )
+                for k, v in _map(
+                    _map(raw.get("capacity"), f"{path}.capacity").get("requests"), f"{path}.capacity.requests"
+                ).items()
+            },
         )
 
 
@@ -156,6 +216,9 @@ class AllocationResult:
     pool: str
     device: str
     admin_access: bool = False
+    # DRAConsumableCapacity: a share of a device that allows multiple allocations, and what it consumes
+    share_id: str = ""
+    consumed_capacity: Mapping[str, Fraction] = field(default_factory=dict)
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -227,6 +290,8 @@ class ResourceClaim:
                         pool=_str(r.get("pool"), f"{p}.pool"),
                         device=_str(r.get("device"), f"{p}.device"),
                         admin_access=_bool(r.get("adminAccess"), f"{p}.adminAccess"),
+                        share_id=_str(r.get("shareID"), f"{p}.shareID"),
+                        consumed_capacity=_quantities(r.get("consumedCapacity"), f"{p}.consumedCapacity"),
                     )
                 )
         reserved = []
@@ -313,18 +378,159 @@ class DeviceClass:
         )
 
 
+Counters = Mapping[str, Fraction]  # counter name -> value (a quantity)
+
+
 @dataclass(frozen=True, slots=True)
 class Device:
     name: str
     attributes: Mapping[str, Mapping[str, Any]]  # name -> {"int"|"bool"|"string"|"version": value}
     capacity: Mapping[str, str]  # name -> quantity string
     allow_multiple_allocations: bool = False
+    taints: tuple[DeviceTaint, ...] = ()
+    # DRAPartitionableDevices: counters taken from the pool's counter sets (counter set, counters)
+    consumes_counters: tuple[tuple[str, Counters], ...] = ()
+    # node selection of this device, when its slice has perDeviceNodeSelection
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: JSON | None = None
+    # DRADeviceBindingConditions
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
+    capacity_policies: Mapping[str, CapacityPolicy] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _quantity(raw: Any, path: str) -> Fraction:
+    try:
+        return parse_quantity(_str(raw, path, "0"))
+    except QuantityError as e:
+        raise MalformedObject(f"{path}: {e}") from None
+
+
+def _quantities(raw: Any, path: str) -> dict[str, Fraction]:
+    """A map of quantity strings (consumedCapacity, capacity requests)."""
+    return {str(k): _quantity(v, f"{path}[{k}]") for k, v in _map(raw, path).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """One capacity of a device (DRAConsumableCapacity): its value and requestPolicy."""
+
+    value: Fraction
+    value_text: str
+    default: Fraction | None = None
+    default_text: str = ""
+    valid_values: tuple[tuple[Fraction, str], ...] = ()
+    range_min: Fraction | None = None
+    range_min_text: str = ""
+    range_max: Fraction | None = None
+    range_step: Fraction | None = None
+    has_policy: bool = False
+    has_range: bool = False
+
+
+def _capacity_policy(raw: Mapping[str, Any], path: str) -> CapacityPolicy:
+    value_text = _str(raw.get("value"), f"{path}.value", "0")
+    policy = raw.get("requestPolicy")
+    if policy is None:
+        return CapacityPolicy(_quantity(value_text, f"{path}.value"), value_text)
+    pol = _map(policy, f"{path}.requestPolicy")
+    pp = f"{path}.requestPolicy"
+    default_text = _str(pol.get("default"), f"{pp}.default")
+    rng = pol.get("validRange")
+    r = _map(rng, f"{pp}.validRange")
+    return CapacityPolicy(
+        value=_quantity(value_text, f"{path}.value"),
+        value_text=value_text,
+        default=_quantity(default_text, f"{pp}.default") if default_text else None,
+        default_text=default_text,
+        valid_values=tuple(
+            (_quantity(v, f"{pp}.validValues[{i}]"), _str(v, f"{pp}.validValues[{i}]"))
+            for i, v in enumerate(_list(pol.get("validValues"), f"{pp}.validValues"))
+        ),
+        range_min=_quantity(r["min"], f"{pp}.validRange.min") if r.get("min") is not None else None,
+        range_min_text=_str(r.get("min"), f"{pp}.validRange.min"),
+        range_max=_quantity(r["max"], f"{pp}.validRange.max") if r.get("max") is not None else None,
+        range_step=_quantity(r["step"], f"{pp}.validRange.step") if r.get("step") is not None else None,
+        has_policy=True,
+        has_range=rng is not None,
+    )
+
+
+def _counters(raw: Any, path: str) -> dict[str, Fraction]:
+    out = {}
+    for k, v in _map(raw, path).items():
+        text = _str(_map(v, f"{path}[{k}]").get("value"), f"{path}[{k}].value", "0")
+        try:
+            out[str(k)] = parse_quantity(text)
+        except QuantityError as e:
+            raise MalformedObject(f"{path}[{k}].value: {e}") from None
+    return out
+
+
+def _strings(raw: Any, path: str) -> tuple[str, ...]:
+    return tuple(_str(x, path) for x in _list(raw, path))
+
+
+def _device(d: Any, p: str, per_device: bool) -> Device:
+    d = _map(d, p)
+    attrs = {}
+    for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
+        attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
+    cap = {}
+    policies = {}
+    for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
+        entry = _map(v, f"{p}.capacity[{k}]")
+        cap[k] = _str(entry.get("value"), f"{p}.capacity[{k}].value", "0")
+        policies[k] = _capacity_policy(entry, f"{p}.capacity[{k}]")
+    taints = []
+    for j, t in enumerate(_list(d.get("taints"), f"{p}.taints")):
+        tp = f"{p}.taints[{j}]"
+        t = _map(t, tp)
+        taints.append(
+            DeviceTaint(
+                key=_str(t.get("key"), f"{tp}.key"),
+                value=_str(t.get("value"), f"{tp}.value"),
+                effect=_str(t.get("effect"), f"{tp}.effect"),
+            )
+        )
+    consumes = []
+    for j, c in enumerate(_list(d.get("consumesCounters"), f"{p}.consumesCounters")):
+        cp = f"{p}.consumesCounters[{j}]"
+        c = _map(c, cp)
+        consumes.append(
+            (_str(c.get("counterSet"), f"{cp}.counterSet"), _counters(c.get("counters"), f"{cp}.counters"))
+        )
+    node_name = _str(d.get("nodeName"), f"{p}.nodeName")
+    all_nodes = _bool(d.get("allNodes"), f"{p}.allNodes")
+    node_selector = d.get("nodeSelector")
+    if per_device and sum((bool(node_name), node_selector is not None, all_nodes)) != 1:
+        raise MalformedObject(f"{p}: exactly one of nodeName, nodeSelector, allNodes must be set")
+    return Device(
+        name=_str(d.get("name"), f"{p}.name"),
+        attributes=attrs,
+        capacity=cap,
+        allow_multiple_allocations=_bool(d.get("allowMultipleAllocations"), f"{p}.allowMultipleAllocations"),
+        taints=tuple(taints),
+        consumes_counters=tuple(consumes),
+        node_name=node_name,
+        all_nodes=all_nodes,
+        node_selector=dict(_map(node_selector, f"{p}.nodeSelector")) if node_selector is not None else None,
+        binding_conditions=_strings(d.get("bindingConditions"), f"{p}.bindingConditions"),
+        binding_failure_conditions=_strings(
+            d.get("bindingFailureConditions"), f"{p}.bindingFailureConditions"
+        ),
+        binds_to_node=_bool(d.get("bindsToNode"), f"{p}.bindsToNode"),
+        capacity_policies=policies,
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class ResourceSlice:
     """A slice of a pool. Node-local when ``node_name`` is set; else ``node_selector`` (raw v1
-    NodeSelector) or ``all_nodes``."""
+    NodeSelector), ``all_nodes``, or ``per_device_node_selection`` (each device says where it is).
+    ``shared_counters`` (DRAPartitionableDevices) are the pool's counter sets, by name."""
 
     meta: Meta
     driver: str
@@ -335,6 +541,8 @@ class ResourceSlice:
     node_selector: JSON | None = None
     all_nodes: bool = False
     devices: tuple[Device, ...] = ()
+    per_device_node_selection: bool = False
+    shared_counters: tuple[tuple[str, Counters], ...] = ()
 
     @classmethod
     def from_dict(cls, obj: JSON) -> ResourceSlice:
@@ -343,28 +551,20 @@ class ResourceSlice:
         node_name = _str(spec.get("nodeName"), "spec.nodeName")
         node_selector = spec.get("nodeSelector")
         all_nodes = _bool(spec.get("allNodes"), "spec.allNodes")
-        if sum((bool(node_name), node_selector is not None, all_nodes)) > 1:
-            raise MalformedObject("spec: at most one of nodeName, nodeSelector, allNodes may be set")
-        devices = []
-        for i, d in enumerate(_list(spec.get("devices"), "spec.devices")):
-            p = f"spec.devices[{i}]"
-            d = _map(d, p)
-            attrs = {}
-            for k, v in _map(d.get("attributes"), f"{p}.attributes").items():
-                attrs[k] = dict(_map(v, f"{p}.attributes[{k}]"))
-            cap = {}
-            for k, v in _map(d.get("capacity"), f"{p}.capacity").items():
-                cap[k] = _str(_map(v, f"{p}.capacity[{k}]").get("value"), f"{p}.capacity[{k}].value", "0")
-            devices.append(
-                Device(
-                    name=_str(d.get("name"), f"{p}.name"),
-                    attributes=attrs,
-                    capacity=cap,
-                    allow_multiple_allocations=_bool(
-                        d.get("allowMultipleAllocations"), f"{p}.allowMultipleAllocations"
-                    ),
-                )
+        per_device = _bool(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
+        if sum((bool(node_name), node_selector is not None, all_nodes, per_device)) > 1:
+            raise MalformedObject(
+                "spec: at most one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection may be set"
             )
+        devices = [
+            _device(d, f"spec.devices[{i}]", per_device)
+            for i, d in enumerate(_list(spec.get("devices"), "spec.devices"))
+        ]
+        shared = []
+        for i, c in enumerate(_list(spec.get("sharedCounters"), "spec.sharedCounters")):
+            cp = f"spec.sharedCounters[{i}]"
+            c = _map(c, cp)
+            shared.append((_str(c.get("name"), f"{cp}.name"), _counters(c.get("counters"), f"{cp}.counters")))
         return cls(
             meta=Meta.from_dict(obj),
             driver=_str(spec.get("driver"), "spec.driver"),
@@ -377,4 +577,43 @@ class ResourceSlice:
             else None,
             all_nodes=all_nodes,
             devices=tuple(devices),
+            per_device_node_selection=per_device,
+            shared_counters=tuple(shared),
         )
+
+
+# ------------------------------------------------------------------------------------ what the plugin is given
+# DynamicResources may import neither the backend nor the client layer: app.py hands it these two objects
+# through ``handle.extra`` ("claims": backend.claims.ClaimTracker, "claim_writer": client.claims.ClaimWriter).
+
+
+class ClaimCache(Protocol):
+    """The claim assume cache with the in-flight allocations (backend.claims.ClaimTracker)."""
+
+    def get(self, namespace: str, name: str) -> ResourceClaim | None: ...
+
+    def allocated_devices(self) -> set[tuple[str, str, str]]: ...
+
+    def allocated_capacity(self) -> dict[tuple[str, str, str], dict[str, Fraction]]: ...
+
+    def signal_pending_allocation(self, claim: ResourceClaim) -> None: ...
+
+    def pending_allocation(self, uid: str) -> ResourceClaim | None: ...
+
+    def remove_pending_allocation(self, uid: str, force: bool = False) -> bool: ...
+
+    def assume(self, claim: ResourceClaim) -> None: ...
+
+    def restore(self, key: str) -> None: ...
+
+
+class ClaimWrites(Protocol):
+    """ResourceClaim status writes (client.claims.ClaimWriter); each returns the claim the API server stored."""
+
+    def reserve(
+        self, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, consumer: JSON
+    ) -> JSON: ...
+
+    def deallocate(self, claim: Mapping[str, Any], consumer_uid: str = "") -> JSON: ...
+
+    def unreserve(self, claim: Mapping[str, Any], consumer_uid: str) -> JSON | None: ...

@@ -30,6 +30,7 @@ IN_TREE_MODULES = (
     "volume_zone",
     "pod_topology_spread",
     "inter_pod_affinity",
+    "dynamic_resources",
     "default_preemption",
     "node_resources_balanced_allocation",
     "image_locality",

@@ -330,7 +330,26 @@ class PodBuilder:
         )
         return self
 
+    def resource_claim(self, name: str, claim: str = "", template: str = "") -> PodBuilder:
+        """A ``spec.resourceClaims`` entry: an existing claim by name, or one from a ResourceClaimTemplate."""
+        entry: JSON = {"name": name}
+        if template:
+            entry["resourceClaimTemplateName"] = template
+        else:
+            entry["resourceClaimName"] = claim or name
+        self._spec.setdefault("resourceClaims", []).append(entry)
+        return self
+
     # status
+    def claim_status(self, name: str, claim: str | None) -> PodBuilder:
+        """A ``status.resourceClaimStatuses`` entry (what the resourceclaim controller writes for a
+        template; ``None``: no claim is needed for this entry)."""
+        entry: JSON = {"name": name}
+        if claim is not None:
+            entry["resourceClaimName"] = claim
+        self._d["status"].setdefault("resourceClaimStatuses", []).append(entry)
+        return self
+
     def nominated(self, node_name: str) -> PodBuilder:
         self._d["status"]["nominatedNodeName"] = node_name
         return self

@@ -17,7 +17,14 @@ from bench.differential import main, parse_kube_scores, run_differential, write_
 from bench.scenarios import SCENARIOS, by_name
 from pyscheduler.plugins.registry import IN_TREE_MODULES
 
-SUBSET = ("fit-cpu", "taint-noschedule", "ipa-required-anti-affinity", "preempt-basic", "gang-none-fit")
+SUBSET = (
+    "fit-cpu",
+    "taint-noschedule",
+    "ipa-required-anti-affinity",
+    "preempt-basic",
+    "gang-none-fit",
+    "dra-deallocation",
+)
 
 
 def test_scenarios_cover_every_default_plugin(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,6 +56,13 @@ def test_kube_scheduler_and_pyscheduler_agree_on_feasibility(tmp_path: Path) -> 
     p1 = next(p for p in report.all_pods() if p.scenario == "preempt-basic" and p.pod == "p1")
     assert p1.kube.victims == p1.py.victims == ["diff-preempt-basic/low"]
     assert p1.kube.node == p1.py.node == "n1"
+    # DRA: the one device serves p1, then (p1 deleted, its claim released) p3, then p5; p2 and p4 wait.
+    dra = {p.pod: p for p in report.all_pods() if p.scenario == "dra-deallocation"}
+    one_gpu = {"gpu": ["gpu gpu.diff.example.com/n1/gpu-0"]}
+    for name in ("p1", "p3", "p5"):
+        assert dra[name].kube.devices == dra[name].py.devices == one_gpu, name
+        assert dra[name].devices is True
+    assert not dra["p2"].kube.bound and not dra["p4"].py.bound
 
     # A gang that cannot fit (alpha gates on for both schedulers): nothing bound on either side, and the
     # same words for each pod.

@@ -168,11 +168,18 @@ def daemon_calls() -> set[tuple[str, str, str]]:
 
 
 def explain_calls() -> set[tuple[str, str, str]]:
-    """explain GETs its pod and lists what the daemon watches without DynamicResources (its snapshot)."""
-    from pyscheduler.app import OBJECT_KINDS
+    """explain GETs its pod and lists what the daemon watches (its snapshot), the resource.k8s.io kinds
+    DynamicResources reads included."""
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
 
     used = code_calls([PKG / "explain.py"])
-    paths = ["/api/v1/pods", "/api/v1/nodes", *(path for path, _ in OBJECT_KINDS.values())]
+    paths = [
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        *(path for path, _ in OBJECT_KINDS.values()),
+        DRA_CLAIMS_PATH,
+        *(path for path, _ in DRA_OBJECT_KINDS.values()),
+    ]
     return used | {(*_path_group_resource(path), "list") for path in paths}
 
 

@@ -134,7 +134,10 @@ def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
         )
 
     assert app.scheduler.profiles["py-scheduler"].handle.extra["claims"] is app.claims
-    assert not app.dra_enabled  # the default profile does not run DynamicResources yet: no DRA watches
+    assert app.dra_enabled  # the default profile runs DynamicResources (kube 1.36): the DRA kinds are watched
+    assert (
+        app.scheduler.profiles["py-scheduler"].handle.extra["claim_writer"] is None
+    )  # NoApi cannot write claims
     h = _ClaimHandler(app)
     h.on_add(claim(1, False))
     h.on_update(claim(1, False), claim(2, True))
@@ -159,3 +162,55 @@ def test_a_node_declaring_a_feature_is_an_update_plugins_are_told_of(app: App) -
     info = app.scheduler.snapshot.get("n1")
     assert info is not None and info.node is not None
     assert info.node.declared_features == ("RestartAllContainersOnContainerExits",)
+
+
+def test_a_cluster_without_resource_k8s_io_v1_is_refused_with_a_hint() -> None:
+    """DynamicResources is in the default profile: on a cluster that does not serve resource.k8s.io/v1
+    (older than 1.34) its watches never sync, and the error says how to run without it."""
+    import threading
+
+    from pyscheduler.client.api import ApiError
+
+    reg = full_registry()
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+
+    class Stream:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def __iter__(self) -> Any:
+            return self
+
+        def __next__(self) -> Any:
+            self.stopped.wait(0.05)
+            raise StopIteration
+
+        def stop(self) -> None:
+            self.stopped.set()
+
+    class OldCluster:
+        def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
+
+        def list(self, path: str, **kw: Any) -> tuple[list[Any], str]:
+            if path.startswith("/apis/resource.k8s.io/"):
+                raise ApiError(
+                    404, "NotFound", "the server could not find the requested resource", "GET", path
+                )
+            return [], "1"
+
+        def watch(self, path: str, rv: str, **kw: Any) -> Stream:
+            return Stream()
+
+    a = build_app(cfg, reg, OldCluster(), recorder=Recorder(), writer=Writer())
+    try:
+        with pytest.raises(
+            TimeoutError, match=r"did not sync within 1s \(DynamicResources, .* resource.k8s.io/v1"
+        ):
+            a.start_informers(sync_timeout=1.0)
+    finally:
+        for r in a.reflectors:
+            r.stop(timeout=1.0)

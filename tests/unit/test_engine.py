@@ -26,8 +26,9 @@ def test_assumed_pods_count_on_their_node_and_the_rest_fail_with_kube_text() -> 
     failed = [r for r in res.values() if not r.scheduled]
     assert len(failed) == 1
     assert failed[0].message == (
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
-        "2 No preemption victims found for incoming pod."
+        # kube 1.36's default profile runs DynamicResources' PostFilter before preemption, for every pod
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes "
+        "are available: 2 No preemption victims found for incoming pod."
     )
     assert failed[0].reason == "Unschedulable"
 

@@ -163,3 +163,32 @@ def test_slow_plugin_threshold_flag() -> None:
     assert args.slow_plugin_threshold == pytest.approx(0.1)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--slow-plugin-threshold", "100"])  # no unit: ambiguous
+
+
+def test_dra_verdicts_per_node() -> None:
+    """A pod with a claim: the node publishing a free device fits, the other says kube's DRA reason."""
+    from pyscheduler.testing.dra import device, device_class, exactly, resource_claim, resource_slice
+
+    objects = {
+        "DeviceClass": [device_class("gpu", driver="gpu.example.com")],
+        "ResourceSlice": [resource_slice("b-gpus", "gpu.example.com", [device("gpu-0")], node="b")],
+        "ResourceClaim": [resource_claim("c", exactly("r", "gpu"))],
+    }
+    ex = explain(pod("p").resource_claim("gpu", claim="c").json(), NODES, [], objects, cfg(), REGISTRY)
+    assert ex.fits == ["b"]
+    st = ex.rejected["a"]
+    assert (st.plugin, st.message()) == ("DynamicResources", "cannot allocate all claims")
+    assert "DynamicResources: cannot allocate all claims   [a]" in ex.render()
+    # the claim allocated elsewhere by the time explain runs: both nodes say so
+    taken = resource_claim("other", exactly("r", "gpu"))
+    taken["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "r", "driver": "gpu.example.com", "pool": "b", "device": "gpu-0"}]
+            }
+        }
+    }
+    objects["ResourceClaim"].append(taken)
+    ex = explain(pod("p").resource_claim("gpu", claim="c").json(), NODES, [], objects, cfg(), REGISTRY)
+    assert ex.fits == []
+    assert ex.summary == "0/2 nodes are available: 2 cannot allocate all claims."

@@ -1,5 +1,116 @@
-"""DynamicResources (Dynamic Resource Allocation), being built step by step.
+"""DynamicResources: Dynamic Resource Allocation (resource.k8s.io/v1) at kube-scheduler 1.36 semantics.
 
-So far only the CEL environment of DeviceClass and request selectors exists (``cel``); the plugin
-itself is not registered yet, so a profile enabling DynamicResources is still rejected.
+A pod lists ResourceClaims in ``spec.resourceClaims`` (by name, or from a ResourceClaimTemplate, whose
+claim the resourceclaim controller creates and names in ``status.resourceClaimStatuses``). The plugin
+allocates each unallocated claim's devices from the ResourceSlices of the chosen node, writes the
+allocation and reserves the claim for the pod before the pod is bound.
+
+Extension points (kube's order and words):
+
+- PreEnqueue: every claim exists, is not being deleted, and a claim from a template is owned by the pod;
+  else the pod is held ("ResourceClaim not created yet", ``resourceclaim.resource.k8s.io "c" not found``,
+  ``resourceclaim "c" is being deleted``, "... (Pod is not owner)").
+- PreFilter: a pod without claims skips Filter. An allocated claim that cannot take another consumer
+  ("resourceclaim in use"), an allocation still in flight for another pod ("resource claim NS/NAME is in
+  the process of being allocated") or a missing class ("request R: device class C does not exist") keep
+  the pod unschedulable (UnschedulableAndUnresolvable). Otherwise the structured allocator is set up over
+  the classes, the slices and every device already allocated (the claim cache, in-flight allocations
+  included).
+- Filter: an allocated claim must be usable on the node (its ``nodeSelector``; its binding conditions not
+  failed or timed out), else "resourceclaim not available on the node"; the unallocated claims must all
+  be allocatable from the devices the node can reach, else "cannot allocate all claims" (or "invalid
+  resource pools were encountered"). A bad CEL selector is an Error. The search per node is limited by
+  ``filterTimeout`` (an Error: "node N: timed out trying to allocate devices").
+- PostFilter (before DefaultPreemption): deallocates one allocated claim that was not available on some
+  node and that no other pod uses ("deallocation of ResourceClaim completed"); else "still not
+  schedulable", or "no new claims to deallocate" for a pod without claims.
+- Score (weight 2 in the default profile): firstAvailable claims score higher where they get an earlier
+  subrequest; NormalizeScore scales to [0, 100].
+- Reserve / Unreserve / PreBind: see ``binding``.
+
+Args (DynamicResourcesArgs): ``filterTimeout`` (default 10s, 0 = none), ``bindingTimeout`` (default 600s).
+
+Needs ``handle.extra["claims"]`` (the claim assume cache) and, to write, ``handle.extra["claim_writer"]``;
+``pyscheduler.app`` provides both and watches the resource.k8s.io kinds when a profile enables this plugin.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyscheduler.framework.interfaces import Handle
+from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
+from pyscheduler.plugins.dynamic_resources.binding import Binding
+from pyscheduler.plugins.dynamic_resources.common import (
+    ERR_CANNOT_ALLOCATE,
+    ERR_CLAIM_IN_USE,
+    ERR_NOT_AVAILABLE,
+    NAME,
+    Deps,
+)
+from pyscheduler.plugins.dynamic_resources.filtering import Filtering
+from pyscheduler.plugins.dynamic_resources.hints import Hints
+from pyscheduler.plugins.dynamic_resources.scoring import Scoring
+
+__all__ = [
+    "ERR_CANNOT_ALLOCATE",
+    "ERR_CLAIM_IN_USE",
+    "ERR_NOT_AVAILABLE",
+    "NAME",
+    "PLUGIN",
+    "DynamicResources",
+    "DynamicResourcesArgs",
+    "new",
+]
+
+
+class DynamicResources(Filtering, Scoring, Binding, Hints):
+    name = NAME
+
+
+class _MissingClaimCache:
+    """Stands in when the handle has no claim cache: every claim is missing, so a pod with claims stays
+    pending with kube's "not found" message instead of the plugin failing."""
+
+    def get(self, namespace: str, name: str) -> None:
+        return None
+
+    def allocated_devices(self) -> set[tuple[str, str, str]]:
+        return set()
+
+    def allocated_capacity(self) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {}
+
+    def signal_pending_allocation(self, claim: Any) -> None:
+        pass
+
+    def pending_allocation(self, uid: str) -> None:
+        return None
+
+    def remove_pending_allocation(self, uid: str, force: bool = False) -> bool:
+        return False
+
+    def assume(self, claim: Any) -> None:
+        pass
+
+    def restore(self, key: str) -> None:
+        pass
+
+
+def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
+    extra = getattr(handle, "extra", None)
+    extra = extra if isinstance(extra, dict) else {}
+    claims = extra.get("claims")
+    deps = Deps(
+        claims=claims if claims is not None else _MissingClaimCache(), writer=extra.get("claim_writer")
+    )
+    return DynamicResources(args or DynamicResourcesArgs(), handle, deps)
+
+
+PLUGIN = PluginSpec(
+    NAME,
+    new,
+    DynamicResourcesArgs,
+    "allocates devices for ResourceClaims (DRA, resource.k8s.io/v1) from the node's ResourceSlices",
+)

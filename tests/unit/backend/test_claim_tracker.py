@@ -109,3 +109,34 @@ def test_burst_never_hands_a_device_out_twice() -> None:
     for th in threads:
         th.join()
     assert len(won) == 50 and len(set(won)) == 50
+
+
+def shared(name: str, memory: str, rv: int = 1) -> ResourceClaim:
+    result = {
+        "request": "r",
+        "driver": "d",
+        "pool": "p",
+        "device": "g0",
+        "shareID": f"share-{name}",
+        "consumedCapacity": {"memory": memory},
+    }
+    return ResourceClaim.from_dict(
+        {
+            "metadata": {"namespace": "ns", "name": name, "uid": f"uid-{name}", "resourceVersion": str(rv)},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+            "status": {"allocation": {"devices": {"results": [result]}}},
+        }
+    )
+
+
+def test_shares_of_a_device_add_up_capacity_and_do_not_take_the_device() -> None:
+    from fractions import Fraction
+
+    t = ClaimTracker()
+    t.on_add(shared("a", "30Gi"))
+    t.on_add(claim("b"))
+    t.signal_pending_allocation(shared("b", "10Gi"))  # in flight: counted once
+    assert t.allocated_devices() == set()
+    assert t.allocated_capacity() == {("d", "p", "g0"): {"memory": Fraction(40 * 2**30)}}
+    t.assume(shared("b", "10Gi", rv=2))  # written: the stored copy counts, not the in-flight one too
+    assert t.allocated_capacity() == {("d", "p", "g0"): {"memory": Fraction(40 * 2**30)}}

@@ -8,9 +8,16 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.client.api import resource_path
-from pyscheduler.client.claims import ClaimWriteError, consumer_ref, deallocate_claim, reserve_claim
-from pyscheduler.client.errors import ApiError
+from pyscheduler.client.api import ApiError, resource_path
+from pyscheduler.client.claims import (
+    FINALIZER,
+    ClaimWriteError,
+    ClaimWriter,
+    consumer_ref,
+    deallocate_claim,
+    reserve_claim,
+    unreserve_claim,
+)
 
 ALLOC = {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "g0"}]}}
 
@@ -28,6 +35,28 @@ class FakeApi:
     def __init__(self, stored: dict[str, Any]) -> None:
         self.stored = stored
         self.puts: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+
+    def update(self, kind: str, ns: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A plain PUT: only metadata counts here (the status subresource is separate)."""
+        self.updates.append(copy.deepcopy(body))
+        self._check(kind, ns, name, body)
+        self.stored["metadata"] = copy.deepcopy(body["metadata"])
+        self._bump()
+        return copy.deepcopy(self.stored)
+
+    def _bump(self) -> None:
+        self.stored["metadata"]["resourceVersion"] = str(int(self.stored["metadata"]["resourceVersion"]) + 1)
+
+    def _check(self, kind: str, ns: str, name: str, body: dict[str, Any]) -> None:
+        if body["metadata"]["resourceVersion"] != self.stored["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                "the object has been modified",
+                "PUT",
+                resource_path(kind, ns, name, "status"),
+            )
 
     def update_status(self, kind: str, ns: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         self.puts.append(copy.deepcopy(body))
@@ -49,10 +78,59 @@ class FakeApi:
 
 def test_allocation_and_reservation_in_one_write() -> None:
     api = FakeApi(claim())
-    out = reserve_claim(api, claim(), ALLOC, consumer_ref("pod-a", "pu-a"))
-    assert len(api.puts) == 1 and api.puts[0]["status"]["allocation"] == ALLOC
+    out = reserve_claim(api, claim(), ALLOC, consumer_ref("pod-a", "pu-a"), now=lambda: 0.0)
+    # kube's finalizer first (a plain update), then allocation + reservation in one status write
+    assert [u["metadata"]["finalizers"] for u in api.updates] == [[FINALIZER]]
+    assert len(api.puts) == 1
+    written = api.puts[0]["status"]["allocation"]
+    assert written["devices"] == ALLOC["devices"]
+    assert written["allocationTimestamp"] == "1970-01-01T00:00:00Z"
     assert out["status"]["reservedFor"] == [{"resource": "pods", "name": "pod-a", "uid": "pu-a"}]
-    assert out["metadata"]["resourceVersion"] == "2"
+    assert out["metadata"]["resourceVersion"] == "3"
+    assert out["metadata"]["finalizers"] == [FINALIZER]
+
+
+def test_finalizer_already_there_is_not_written_again() -> None:
+    c = claim()
+    c["metadata"]["finalizers"] = [FINALIZER]
+    api = FakeApi(copy.deepcopy(c))
+    reserve_claim(api, c, ALLOC, consumer_ref("pod-a", "pu-a"))
+    assert api.updates == [] and len(api.puts) == 1
+
+
+def test_reserving_a_claim_deallocated_meanwhile_fails() -> None:
+    api = FakeApi(claim(rv="5"))
+    with pytest.raises(ClaimWriteError, match="got deallocated elsewhere in the meantime"):
+        reserve_claim(api, claim(rv="4", status={"allocation": ALLOC}), None, consumer_ref("pod-a", "pu-a"))
+
+
+def test_deleted_claim_is_not_reserved() -> None:
+    c = claim()
+    c["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    api = FakeApi(copy.deepcopy(c))
+    with pytest.raises(ClaimWriteError, match="got deleted in the meantime"):
+        reserve_claim(api, c, ALLOC, consumer_ref("pod-a", "pu-a"))
+    assert api.puts == []
+
+
+def test_unreserve_removes_only_that_consumer_and_retries_conflicts() -> None:
+    reserved = [consumer_ref("pod-a", "pu-a"), consumer_ref("pod-b", "pu-b")]
+    api = FakeApi(claim(rv="7", status={"allocation": ALLOC, "reservedFor": reserved}))
+    out = unreserve_claim(api, claim(rv="6", status={"allocation": ALLOC, "reservedFor": reserved}), "pu-a")
+    assert out is not None and out["status"]["reservedFor"] == [consumer_ref("pod-b", "pu-b")]
+    assert out["status"]["allocation"] == ALLOC
+    assert unreserve_claim(api, out, "pu-a") is None  # nothing left to remove: no write
+    assert len(api.puts) == 2
+
+
+def test_claim_writer_delegates() -> None:
+    api = FakeApi(claim())
+    w = ClaimWriter(api, now=lambda: 0.0)
+    out = w.reserve(claim(), ALLOC, consumer_ref("pod-a", "pu-a"))
+    assert out["status"]["reservedFor"][0]["uid"] == "pu-a"
+    freed = w.unreserve(out, "pu-a")
+    assert freed is not None and freed["status"]["reservedFor"] == []
+    assert "allocation" not in w.deallocate(freed)["status"]
 
 
 def test_conflict_retries_on_a_fresh_copy_and_keeps_other_consumers() -> None:
@@ -82,3 +160,16 @@ def test_deallocate_only_an_unreserved_claim() -> None:
     assert "allocation" not in deallocate_claim(api, claim(status={"allocation": ALLOC}))["status"]
     with pytest.raises(ClaimWriteError, match="still in use"):
         deallocate_claim(api, claim(status={"allocation": ALLOC, "reservedFor": [consumer_ref("p", "u")]}))
+
+
+def test_deallocate_a_claim_reserved_only_for_the_pod_being_scheduled() -> None:
+    mine = claim(status={"allocation": ALLOC, "reservedFor": [consumer_ref("p", "u")]})
+    api = FakeApi(copy.deepcopy(mine))
+    out = deallocate_claim(api, mine, "u")
+    assert "allocation" not in out["status"] and not out["status"].get("reservedFor")
+    theirs = claim(
+        rv=out["metadata"]["resourceVersion"],
+        status={"allocation": ALLOC, "reservedFor": [consumer_ref("q", "v")]},
+    )
+    with pytest.raises(ClaimWriteError, match="still in use"):
+        deallocate_claim(api, theirs, "u")

@@ -53,6 +53,7 @@ POINTS: dict[str, set[str]] = {
     "VolumeZone": {"preFilter", "filter"},
     "PodTopologySpread": {"preFilter", "filter", "preScore", "score"},
     "InterPodAffinity": {"preFilter", "filter", "preScore", "score"},
+    "DynamicResources": {"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"},
     "DefaultPreemption": {"postFilter"},
     "NodeResourcesBalancedAllocation": {"preScore", "score"},
     "ImageLocality": {"score"},
@@ -144,6 +145,7 @@ DEFAULT_FILTER = (
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "NodeDeclaredFeatures",
 )
 DEFAULT_PRE_SCORE = (
@@ -162,12 +164,13 @@ DEFAULT_SCORE_WEIGHTS = {
     "VolumeBinding": 1,
     "PodTopologySpread": 2,
     "InterPodAffinity": 2,
+    "DynamicResources": 2,
     "NodeResourcesBalancedAllocation": 1,
     "ImageLocality": 1,
 }
 # kube's ExpandedPluginsV1
 DEFAULT_EXPANDED = {
-    "preEnqueue": ("SchedulingGates",),
+    "preEnqueue": ("SchedulingGates", "DynamicResources"),
     "queueSort": ("PrioritySort",),
     "preFilter": (
         "NodeAffinity",
@@ -179,15 +182,16 @@ DEFAULT_EXPANDED = {
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
     ),
     "filter": DEFAULT_FILTER,
-    "postFilter": ("DefaultPreemption",),
+    "postFilter": ("DynamicResources", "DefaultPreemption"),
     "preScore": DEFAULT_PRE_SCORE,
     "score": tuple(DEFAULT_SCORE_WEIGHTS),
-    "reserve": ("VolumeBinding",),
+    "reserve": ("VolumeBinding", "DynamicResources"),
     "permit": (),
-    "preBind": ("VolumeBinding",),
+    "preBind": ("VolumeBinding", "DynamicResources"),
     "bind": ("DefaultBinder",),
     "postBind": (),
     "placementGenerate": (),  # the gang plugins join only with their alpha gates on
@@ -610,8 +614,8 @@ def _profile_plugins(plugins: dict[str, Any]) -> dict[str, Any]:
             id="removed plugin",
         ),
         pytest.param(
-            {"multiPoint": {"enabled": [{"name": "DynamicResources"}]}},
-            'profiles[0].plugins.multiPoint.enabled[0].name: plugin "DynamicResources" is a '
+            {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}},
+            'profiles[0].plugins.multiPoint.enabled[0].name: plugin "GangScheduling" is a '
             "kube-scheduler plugin that pyscheduler does not implement",
             id="kube plugin we do not implement",
         ),
@@ -718,7 +722,7 @@ def test_plugin_errors(plugins: dict[str, Any], want: str) -> None:
 
 
 def test_disabling_kube_plugins_we_do_not_implement_is_allowed() -> None:
-    got = plugins_of({"multiPoint": {"disabled": [{"name": "DynamicResources"}, {"name": "EBSLimits"}]}})
+    got = plugins_of({"multiPoint": {"disabled": [{"name": "GangScheduling"}, {"name": "EBSLimits"}]}})
     assert got.as_dict() == DEFAULT_EXPANDED
 
 
@@ -840,10 +844,9 @@ def test_plugin_config_errors(entries: list[Any], want: str) -> None:
 
 
 def test_plugin_config_of_a_kube_plugin_we_do_not_implement_is_a_warning() -> None:
-    c = parse(_plugin_config({"name": "DynamicResources", "args": {"filterTimeout": "5s"}}))
+    c = parse(_plugin_config({"name": "GangScheduling", "args": {"someField": "5s"}}))
     assert c.warnings == (
-        "profiles[0].pluginConfig[0].name: ignored: pyscheduler does not implement the "
-        "DynamicResources plugin",
+        "profiles[0].pluginConfig[0].name: ignored: pyscheduler does not implement the GangScheduling plugin",
     )
 
 
@@ -1355,6 +1358,7 @@ def test_load_full_file() -> None:
         "VolumeBinding",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeResourcesBalancedAllocation",
         "CustomScore",
     )

@@ -43,7 +43,7 @@ validation_pluginargs.go:
 - NodeAffinity: addedAffinity is a valid node selector .................... nodeaffinity-added
 - VolumeBinding: bindTimeoutSeconds >= 0; shape refused while the
   StorageCapacityScoring gate is off (1.36 default) ....................... volumebinding-timeout, volumebinding-shape
-- DynamicResources args: not covered (pyscheduler does not implement the plugin).
+- DynamicResources args: covered by the plugin's own table tests (pyscheduler/plugins/dynamic_resources).
 
 Plus: a deeply nested YAML document is a ConfigError, not a RecursionError (test_deep_yaml_is_refused).
 """

@@ -1,0 +1,175 @@
+"""Reserve, Unreserve and PreBind of DynamicResources (kube 1.36 dynamicresources.go).
+
+- Reserve takes the allocation Filter computed for the chosen node and signals it as in flight in the
+  claim cache: from then on every later cycle counts its devices as taken, long before PreBind's write
+  returns, so a burst of pods never gets the same device twice.
+- Unreserve drops the in-flight allocation (the last sharer restores the cache's copy) and, when PreBind
+  already reserved the claim for the pod, removes the pod from ``status.reservedFor`` again.
+- PreBind writes ``status.allocation`` (with kube's finalizer first) and adds the pod to
+  ``status.reservedFor`` (retried on conflict by the claim writer), assumes the stored claim in the cache
+  and only then drops the in-flight allocation. With binding conditions on a device it then waits, up to
+  ``bindingTimeout``, for them to become true (kube polls every 5 s).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import MalformedObject, Pod
+from pyscheduler.plugins.dynamic_resources.common import (
+    ERR_STATE_NOT_FOUND,
+    NAME,
+    STATE_KEY,
+    State,
+    log,
+    reserved_for_pod,
+    with_allocation,
+)
+from pyscheduler.plugins.dynamic_resources.plugin_base import BindingFailed, PluginBase
+
+BINDING_POLL_SECONDS = 5.0  # kube's PreBind polls binding conditions every 5 s
+
+
+class BindError(Exception):
+    pass
+
+
+def _sleep(seconds: float) -> None:
+    """Block the binding thread (PreBind runs off the scheduling thread, as kube's does)."""
+    threading.Event().wait(seconds)
+
+
+class Binding(PluginBase):
+    sleep = staticmethod(_sleep)  # a test replaces it to drive time
+
+    # ---------------------------------------------------------------------------------- Reserve
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State):
+            return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
+        todo = s.to_allocate()
+        if not todo or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        if not allocations:
+            return Status.as_error("claim allocation not found for node", plugin=NAME)
+        if len(allocations) != len(todo):
+            return Status.as_error(
+                f"internal error, have {len(allocations)} allocations, {len(todo)} claims to allocate, "
+                f"want {len(todo)} claims",
+                plugin=NAME,
+            )
+        for i, allocation in zip(todo, allocations, strict=True):
+            s.infos[i].allocation = allocation
+            self.deps.claims.signal_pending_allocation(with_allocation(s.claims[i], allocation))
+            log.debug("reserved devices in flight", pod=pod.key, claim=s.claims[i].key, node=node_name)
+        return None
+
+    # ---------------------------------------------------------------------------------- Unreserve
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State) or not s.claims:
+            return
+        for claim in s.claims:
+            if self.deps.claims.remove_pending_allocation(claim.meta.uid):
+                self.deps.claims.restore(claim.key)
+            if claim.allocated and reserved_for_pod(pod, claim) and self.deps.writer is not None:
+                try:
+                    self.deps.writer.unreserve(claim.raw, pod.uid)
+                except Exception:  # the next attempt gets here again; kube logs and goes on too
+                    log.exception("unreserve claim failed", pod=pod.key, claim=claim.key)
+
+    # ---------------------------------------------------------------------------------- PreBind
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State):
+            return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
+        if not s.claims:
+            return None
+        for i, claim in enumerate(s.claims):
+            if reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[i] = self._bind_claim(s, i, pod)
+            except Exception as e:  # the API boundary: the binding cycle fails and Unreserve runs
+                return Status.as_error(e, plugin=NAME)
+        return self._wait_for_binding_conditions(s, pod, node_name)
+
+    def _bind_claim(self, s: State, i: int, pod: Pod) -> ResourceClaim:
+        claim = s.claims[i]
+        allocation = s.infos[i].allocation
+        writer = self.deps.writer
+        force = False
+        try:
+            if writer is None:
+                raise BindError("no API client to write ResourceClaims with")
+            stored = writer.reserve(
+                claim.raw, allocation, {"resource": "pods", "name": pod.name, "uid": pod.uid}
+            )
+            try:
+                updated = ResourceClaim.from_dict(stored)
+            except MalformedObject as e:
+                raise BindError(f"claim {claim.key} as stored cannot be read: {e}") from None
+            try:
+                self.deps.claims.assume(updated)
+                force = True  # the cache now holds the allocation: it need not stay in flight
+            except Exception as e:
+                log.debug("claim not stored in assume cache", claim=claim.key, error=str(e))
+            return updated
+        finally:
+            if allocation is not None:
+                self.deps.claims.remove_pending_allocation(claim.meta.uid, force=force)
+
+    def _wait_for_binding_conditions(self, s: State, pod: Pod, node_name: str) -> Status | None:
+        if not any(
+            r.get("bindingConditions")
+            for c in s.claims
+            if c.allocation is not None
+            for r in (c.allocation.get("devices") or {}).get("results") or ()
+        ):
+            return None
+        recorder = self.handle_extra("recorder")
+        if recorder is not None:
+            try:
+                recorder.event(
+                    pod,
+                    "Normal",
+                    "BindingConditionsPending",
+                    "Scheduling",
+                    f"waiting for binding conditions for device on node {node_name}",
+                )
+            except Exception:
+                log.exception("recording BindingConditionsPending failed", pod=pod.key)
+        deadline = self.handle.now() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except BindingFailed as e:
+                return Status.as_error(str(e), plugin=NAME)
+            except BindError as e:
+                return Status.as_error(str(e), plugin=NAME)
+            left = deadline - self.handle.now()
+            if left <= 0:
+                return Status.as_error("device binding timeout: context deadline exceeded", plugin=NAME)
+            self.sleep(min(BINDING_POLL_SECONDS, left))
+
+    def _pod_ready_for_binding(self, s: State) -> bool:
+        for i, claim in enumerate(s.claims):
+            latest = self.deps.claims.get(claim.meta.namespace, claim.meta.name)
+            if latest is None:
+                raise BindError(f'resourceclaim.resource.k8s.io "{claim.meta.name}" not found')
+            s.claims[i] = latest
+            if not self.claim_ready_for_binding(latest):
+                if self.claim_timed_out(latest):
+                    raise BindError(f"device binding timeout: claim={latest.meta.name}")
+                return False
+        return True
+
+    def handle_extra(self, key: str) -> Any:
+        extra = getattr(self.handle, "extra", None)
+        return extra.get(key) if isinstance(extra, dict) else None

@@ -1,0 +1,161 @@
+"""What DynamicResources' extension points share: names, kube's reason strings, the cycle state, the
+claim helpers (resourceclaim.IsReservedForPod / CanBeReserved) and the parsed DeviceClasses and
+ResourceSlices (parsed once per resourceVersion, not once per cycle)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from pyscheduler.framework.dra import (
+    ClaimCache,
+    ClaimWrites,
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+)
+from pyscheduler.framework.interfaces import ClusterObjects
+from pyscheduler.framework.selectors import NodeSelector
+from pyscheduler.framework.types import MalformedObject, Pod
+from pyscheduler.plugins.dynamic_resources.allocator import Allocator
+
+log = structlog.get_logger("pyscheduler.plugins.dynamic_resources")
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+
+DEVICE_CLASS = "DeviceClass"
+RESOURCE_SLICE = "ResourceSlice"
+
+# kube's reasons, word for word (dynamicresources.go)
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_CLAIM_IN_USE = "resourceclaim in use"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+MSG_NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
+MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+ERR_STATE_NOT_FOUND = "not found"  # kube's fwk.ErrNotFound: PreFilter did not run for this cycle
+
+RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
+FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+
+
+def reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
+    return any(r.uid == pod.uid for r in claim.reserved_for)
+
+
+def can_be_reserved(claim: ResourceClaim) -> bool:
+    return len(claim.reserved_for) < RESERVED_FOR_MAX_SIZE
+
+
+def with_allocation(claim: ResourceClaim, allocation: Mapping[str, Any]) -> ResourceClaim:
+    """The claim as it will be once ``allocation`` is written (what Reserve signals as in flight)."""
+    raw = dict(claim.raw)
+    status = dict(raw.get("status") or {})
+    status["allocation"] = dict(allocation)
+    raw["status"] = status
+    return ResourceClaim.from_dict(raw)
+
+
+def kobj(claim: ResourceClaim) -> str:
+    """klog.KObj's form: namespace/name."""
+    return claim.key
+
+
+@dataclass(slots=True)
+class ClaimInfo:
+    """Per claim of the pod: where an allocated claim is usable, and the allocation Reserve made."""
+
+    available_on: NodeSelector | None = None
+    allocation: dict[str, Any] | None = None
+
+
+@dataclass
+class State:
+    """kube's stateData. Clones share it (Filter fills ``node_allocations`` and ``unavailable``)."""
+
+    claims: list[ResourceClaim] = field(default_factory=list)
+    infos: list[ClaimInfo] = field(default_factory=list)
+    allocator: Allocator | None = None
+    # node name -> one allocation per claim to allocate, in claim order (Filter's result, Reserve's input)
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def clone(self) -> State:
+        return self
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, c in enumerate(self.claims) if not c.allocated]
+
+
+class Resources:
+    """DeviceClasses and ResourceSlices from the object store, parsed once per (name, resourceVersion).
+    A malformed object is logged once and left out (a slice) or treated as missing (a class)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slices: dict[str, tuple[str, ResourceSlice | None]] = {}
+        self._classes: dict[str, tuple[str, DeviceClass | None]] = {}
+
+    @staticmethod
+    def _version(obj: Mapping[str, Any]) -> str:
+        meta = obj.get("metadata") or {}
+        return f"{meta.get('uid', '')}/{meta.get('resourceVersion', '')}"
+
+    def device_class(self, objects: ClusterObjects, name: str) -> DeviceClass | None:
+        obj = objects.get(DEVICE_CLASS, "", name)
+        if obj is None:
+            return None
+        version = self._version(obj)
+        with self._lock:
+            hit = self._classes.get(name)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        parsed: DeviceClass | None
+        try:
+            parsed = DeviceClass.from_dict(dict(obj))
+        except MalformedObject as e:
+            log.warning("malformed DeviceClass treated as missing", device_class=name, error=str(e))
+            parsed = None
+        with self._lock:
+            self._classes[name] = (version, parsed)
+        return parsed
+
+    def slices(self, objects: ClusterObjects) -> list[ResourceSlice]:
+        out: list[ResourceSlice] = []
+        seen: set[str] = set()
+        for obj in objects.list(RESOURCE_SLICE):
+            name = str((obj.get("metadata") or {}).get("name", ""))
+            seen.add(name)
+            version = self._version(obj)
+            with self._lock:
+                hit = self._slices.get(name)
+            if hit is None or hit[0] != version:
+                parsed: ResourceSlice | None
+                try:
+                    parsed = ResourceSlice.from_dict(dict(obj))
+                except MalformedObject as e:
+                    log.warning("malformed ResourceSlice left out", resource_slice=name, error=str(e))
+                    parsed = None
+                hit = (version, parsed)
+                with self._lock:
+                    self._slices[name] = hit
+            if hit[1] is not None:
+                out.append(hit[1])
+        with self._lock:
+            for gone in set(self._slices) - seen:
+                del self._slices[gone]
+        return out
+
+
+@dataclass(slots=True)
+class Deps:
+    """What the plugin reaches through its handle."""
+
+    claims: ClaimCache
+    writer: ClaimWrites | None

@@ -1,0 +1,181 @@
+"""PreEnqueue, PreFilter, Filter and PostFilter of DynamicResources (kube 1.36 dynamicresources.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.interfaces import PostFilterResult, PreFilterResult
+from pyscheduler.framework.selectors import NodeSelector, SelectorError
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.plugins.dynamic_resources.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    NodeAllocationError,
+)
+from pyscheduler.plugins.dynamic_resources.claims import ClaimLookupError, pod_claims
+from pyscheduler.plugins.dynamic_resources.common import (
+    ERR_CANNOT_ALLOCATE,
+    ERR_CLAIM_IN_USE,
+    ERR_NOT_AVAILABLE,
+    ERR_STATE_NOT_FOUND,
+    MSG_DEALLOCATED,
+    MSG_NO_CLAIMS_TO_DEALLOCATE,
+    MSG_STILL_NOT_SCHEDULABLE,
+    NAME,
+    STATE_KEY,
+    ClaimInfo,
+    State,
+    can_be_reserved,
+    kobj,
+    log,
+    reserved_for_pod,
+)
+from pyscheduler.plugins.dynamic_resources.plugin_base import PluginBase
+
+
+class Filtering(PluginBase):
+    # ---------------------------------------------------------------------------------- PreEnqueue
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.resource_claims:
+            return None
+        try:
+            pod_claims(pod, self.deps.claims.get)
+        except ClaimLookupError as e:
+            return Status.unresolvable(str(e), plugin=NAME)
+        return None
+
+    # ---------------------------------------------------------------------------------- PreFilter
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        s = State()
+        state.write(STATE_KEY, s)
+        if not pod.resource_claims:
+            return None, Status.skip(NAME)
+        try:
+            claims = pod_claims(pod, self.deps.claims.get)
+        except ClaimLookupError as e:
+            return None, Status.unresolvable(str(e), plugin=NAME)
+        if not claims:
+            return None, Status.skip(NAME)
+        s.infos = [ClaimInfo() for _ in claims]
+        to_allocate = 0
+        for i, claim in enumerate(claims):
+            if claim.allocated and not can_be_reserved(claim) and not reserved_for_pod(pod, claim):
+                return None, Status.unresolvable(ERR_CLAIM_IN_USE, plugin=NAME)
+            if claim.allocated:
+                selector = (claim.allocation or {}).get("nodeSelector")
+                if selector is not None:
+                    try:
+                        s.infos[i].available_on = NodeSelector.parse(
+                            selector, "status.allocation.nodeSelector"
+                        )
+                    except SelectorError as e:
+                        return None, Status.as_error(str(e), plugin=NAME)
+                continue
+            to_allocate += 1
+            if self.deps.claims.pending_allocation(claim.meta.uid) is not None:
+                return None, Status.unresolvable(
+                    f"resource claim {kobj(claim)} is in the process of being allocated", plugin=NAME
+                )
+            st = self._validate_classes(claim)
+            if st is not None:
+                return None, st
+        if to_allocate:
+            s.allocator = Allocator(
+                lambda name: self.resources.device_class(self.handle.objects, name),
+                self.resources.slices(self.handle.objects),
+                self.deps.claims.allocated_devices(),
+                self.cel,
+                self.deps.claims.allocated_capacity(),
+            )
+        s.claims = claims
+        return None, None
+
+    def _validate_classes(self, claim: ResourceClaim) -> Status | None:
+        for req in claim.requests:
+            subs = [req.exactly] if req.exactly is not None else list(req.first_available)
+            for sub in subs:
+                if not sub.device_class_name:
+                    return Status.as_error(f"request {sub.name}: unsupported request type", plugin=NAME)
+                if self.resources.device_class(self.handle.objects, sub.device_class_name) is None:
+                    return Status.unresolvable(
+                        f"request {sub.name}: device class {sub.device_class_name} does not exist",
+                        plugin=NAME,
+                    )
+        return None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    # ---------------------------------------------------------------------------------- Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State):
+            return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
+        if not s.claims:
+            return None
+        node = node_info.node
+        if node is None:
+            return Status.as_error("node not found", plugin=NAME)
+        unavailable = []
+        for i, claim in enumerate(s.claims):
+            selector = s.infos[i].available_on
+            if selector is not None and not selector.matches(node.labels, node.name):
+                unavailable.append(i)
+                continue
+            if not claim.allocated:
+                continue
+            if self.claim_binding_failed(claim):
+                unavailable.append(i)
+        allocations = None
+        if s.allocator is not None:
+            todo = [s.claims[i] for i in s.to_allocate()]
+            try:
+                allocations = s.allocator.allocate(node.name, node.labels, todo, self.filter_deadline())
+            except AllocationTimeout:
+                return Status.as_error(f"node {node.name}: timed out trying to allocate devices", plugin=NAME)
+            except NodeAllocationError as e:
+                return Status.unresolvable(str(e), plugin=NAME)
+            except AllocationError as e:
+                return Status.as_error(str(e), plugin=NAME)
+            if allocations is None or len(allocations) != len(todo):
+                return Status.unresolvable(ERR_CANNOT_ALLOCATE, plugin=NAME)
+        if unavailable:
+            with s.lock:
+                s.unavailable.update(unavailable)
+            return Status.unresolvable(ERR_NOT_AVAILABLE, plugin=NAME)
+        if allocations is not None:
+            with s.lock:
+                s.node_allocations[node.name] = allocations
+        return None
+
+    # ---------------------------------------------------------------------------------- PostFilter
+    def post_filter(
+        self, state: CycleState, pod: Pod, filtered_node_status: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State):
+            return None, Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
+        if not s.claims:
+            return None, Status.unschedulable(MSG_NO_CLAIMS_TO_DEALLOCATE)
+        for i in sorted(s.unavailable):
+            claim = s.claims[i]
+            users = claim.reserved_for
+            if not users or (len(users) == 1 and users[0].uid == pod.uid):
+                writer = self.deps.writer
+                if writer is None:
+                    return None, Status.as_error(
+                        "no API client to deallocate ResourceClaims with", plugin=NAME
+                    )
+                log.debug("deallocating ResourceClaim", pod=pod.key, claim=claim.key)
+                try:
+                    writer.deallocate(claim.raw, pod.uid)
+                except Exception as e:  # the API boundary: any failure is this cycle's error
+                    return None, Status.as_error(e, plugin=NAME)
+                return None, Status.unschedulable(MSG_DEALLOCATED)
+        return None, Status.unschedulable(MSG_STILL_NOT_SCHEDULABLE)

@@ -1,0 +1,60 @@
+"""DynamicResources' cluster events and queueing hints (kube 1.36, queueing hints on).
+
+- Node Add / UpdateNodeLabel / UpdateNodeAllocatable: a slice's node selector may match now (no hint).
+- ResourceClaim Add / Update (``is_schedulable_after_claim_change``): skip while one of the pod's claims
+  is still missing; queue when any claim got deallocated (its devices are free again); skip a claim the pod
+  does not use; queue when one of the pod's claims was created, or its status changed; skip otherwise
+  (e.g. a driver added a finalizer).
+- DeviceClass Add / Update, ResourceSlice Add / Update: new or changed devices and classes (no hint).
+
+kube also registers Pod/UpdatePodGeneratedResourceClaim (the resourceclaim controller wrote the claim's
+name into the pod's status). Here a pod waiting for that is held by PreEnqueue, and the queue runs
+PreEnqueue again on every update of a held pod, which covers the same change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.types import Pod
+from pyscheduler.plugins.dynamic_resources.claims import ClaimLookupError, pod_claims
+from pyscheduler.plugins.dynamic_resources.common import log
+from pyscheduler.plugins.dynamic_resources.plugin_base import PluginBase
+
+
+class Hints(PluginBase):
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        add_update = Action.ADD | Action.UPDATE
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL | Action.UPDATE_NODE_ALLOCATABLE
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.RESOURCE_CLAIM, add_update), self.is_schedulable_after_claim_change
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, add_update)),
+        ]
+
+    def is_schedulable_after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
+            return QueueingHint.QUEUE  # not a claim: be safe, as kube is on a conversion error
+        try:
+            uses = any(c.meta.uid == new.meta.uid for c in pod_claims(pod, self.deps.claims.get))
+        except ClaimLookupError:
+            return QueueingHint.SKIP
+        if old is not None and old.allocated and not new.allocated:
+            log.debug("claim deallocated, queueing", pod=pod.key, claim=new.key)
+            return QueueingHint.QUEUE
+        if not uses:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if (old.raw.get("status") or {}) == (new.raw.get("status") or {}):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE

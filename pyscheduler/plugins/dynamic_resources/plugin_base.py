@@ -1,0 +1,116 @@
+"""The plugin's shared fields (handle, args, caches) and its reading of binding conditions, which Filter
+(an allocated claim whose binding failed or timed out is "not available") and PreBind both need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.interfaces import Handle
+from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
+from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
+from pyscheduler.plugins.dynamic_resources.common import Deps, Resources
+
+
+class BindingFailed(Exception):
+    """A device's binding failure condition is true (kube's ErrDeviceBindingFailed)."""
+
+
+def parse_time(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def _condition_true(conditions: Any, kind: str) -> Mapping[str, Any] | None:
+    for c in conditions or ():
+        if isinstance(c, Mapping) and c.get("type") == kind and c.get("status") == "True":
+            return c
+    return None
+
+
+class PluginBase:
+    name = "DynamicResources"
+
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle, deps: Deps) -> None:
+        self.args = args
+        self.handle = handle
+        self.deps = deps
+        self.resources = Resources()
+        self.cel = SelectorCache()
+        self.filter_timeout = args.filter_timeout_seconds
+        self.binding_timeout = args.binding_timeout_seconds
+
+    # ---------------------------------------------------------------------------------- clocks
+    def filter_deadline(self) -> Callable[[], bool] | None:
+        """A per-node deadline for the allocator; None when filterTimeout is 0 (no limit)."""
+        if self.filter_timeout <= 0:
+            return None
+        end = self.handle.now() + self.filter_timeout
+        now = self.handle.now
+        return lambda: now() >= end
+
+    def wall(self) -> float:
+        clock = getattr(self.handle, "clock", None)
+        wall = getattr(clock, "wall", None)
+        return float(wall()) if callable(wall) else 0.0
+
+    # ---------------------------------------------------------------------------------- binding conditions
+    @staticmethod
+    def claim_ready_for_binding(claim: ResourceClaim) -> bool:
+        """kube's isClaimReadyForBinding: every binding condition of every allocated device is true in
+        status.devices; BindingFailed when a binding failure condition is true."""
+        allocation = claim.allocation
+        if allocation is None:
+            return False
+        statuses = (claim.raw.get("status") or {}).get("devices") or ()
+        for res in (allocation.get("devices") or {}).get("results") or ():
+            conds = res.get("bindingConditions") or ()
+            if not conds:
+                continue
+            status = next(
+                (
+                    d
+                    for d in statuses
+                    if (d.get("driver"), d.get("pool"), d.get("device"))
+                    == (res.get("driver"), res.get("pool"), res.get("device"))
+                ),
+                None,
+            )
+            if status is None:
+                return False
+            for failure in res.get("bindingFailureConditions") or ():
+                hit = _condition_true(status.get("conditions"), failure)
+                if hit is not None:
+                    raise BindingFailed(
+                        f"device binding failed: claim={claim.meta.name}, reason={hit.get('reason', '')}, "
+                        f'message="{hit.get("message", "")}"'
+                    )
+            for cond in conds:
+                if _condition_true(status.get("conditions"), cond) is None:
+                    return False
+        return True
+
+    def claim_timed_out(self, claim: ResourceClaim) -> bool:
+        """kube's isClaimTimeout: a device with binding conditions, allocated longer than bindingTimeout ago."""
+        allocation = claim.allocation
+        if allocation is None or not allocation.get("allocationTimestamp"):
+            return False
+        at = parse_time(str(allocation["allocationTimestamp"]))
+        if at is None:
+            return False
+        for res in (allocation.get("devices") or {}).get("results") or ():
+            if res.get("bindingConditions") and at + self.binding_timeout < self.wall():
+                return True
+        return False
+
+    def claim_binding_failed(self, claim: ResourceClaim) -> bool:
+        """Filter's check of an allocated claim: its binding failed, or it is not ready and timed out."""
+        try:
+            ready = self.claim_ready_for_binding(claim)
+        except BindingFailed:
+            return True
+        return not ready and self.claim_timed_out(claim)

@@ -1,0 +1,147 @@
+"""The differential runner's DRA parts that need no cluster: which devices a claim holds, which claims a
+pod has, when devices are compared, which controllers a scenario gets, and that the DRA scenarios are
+objects the API server accepts in shape (the scenarios themselves run in ``make differential``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.differential import (
+    CLAIM_CONTROLLER,
+    KINDS,
+    PV_CONTROLLER,
+    Outcome,
+    ScenarioRunner,
+    _judge_one,
+    allocated_devices,
+    controllers_for,
+    uses_dra,
+)
+from bench.scenarios import SCENARIOS, by_name
+from bench.scenarios_dra import DraScenario, claims, exactly, first_available, sub
+from pyscheduler.testing.builders import make_pod
+
+JSON = dict[str, Any]
+
+
+def _claim(*results: JSON) -> JSON:
+    return {"status": {"allocation": {"devices": {"results": list(results)}}}}
+
+
+def test_allocated_devices_are_sorted_text_with_admin_access_and_consumed_capacity() -> None:
+    c = _claim(
+        {"request": "gpu", "driver": "d", "pool": "n1", "device": "gpu-1"},
+        {
+            "request": "gpu",
+            "driver": "d",
+            "pool": "n1",
+            "device": "gpu-0",
+            "adminAccess": True,
+            "shareID": "0b6c1f5e-random",
+            "consumedCapacity": {"memory": "10Gi", "cores": "2"},
+        },
+    )
+    assert allocated_devices(c) == ["gpu d/n1/gpu-0 admin cores=2,memory=10Gi", "gpu d/n1/gpu-1"]
+    assert allocated_devices({"status": {}}) == []
+    assert allocated_devices({}) == []
+
+
+def test_pod_claims_resolve_direct_claims_templates_and_the_extended_resource_claim() -> None:
+    pod = claims(make_pod("p", "ns"), "gpu=c1", "nic@tmpl").json()
+    pod["status"] = {
+        "resourceClaimStatuses": [{"name": "nic", "resourceClaimName": "p-nic-x7k2q"}],
+        "extendedResourceClaimStatus": {"resourceClaimName": "p-extended-resources-abcde"},
+    }
+    runner = ScenarioRunner(api=None, sc=by_name()["dra-claim"])  # type: ignore[arg-type]
+    assert runner.pod_claims(pod) == {
+        "gpu": "c1",
+        "nic": "p-nic-x7k2q",
+        "extended-resources": "p-extended-resources-abcde",
+    }
+    # a template claim the controller has not made yet has no name
+    pod["status"] = {}
+    assert runner.pod_claims(pod) == {"gpu": "c1", "nic": ""}
+    assert pod["spec"]["containers"][0]["resources"]["claims"] == [{"name": "gpu"}, {"name": "nic"}]
+
+
+@pytest.mark.parametrize(
+    ("kube", "py", "want"),
+    [
+        pytest.param(
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/a"]}),
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/a"]}),
+            True,
+            id="same-node-same-devices",
+        ),
+        pytest.param(
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/a"]}),
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/b"]}),
+            False,
+            id="same-node-other-device",
+        ),
+        pytest.param(
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/a"]}),
+            Outcome(node="n1", devices={}),
+            False,
+            id="py-allocated-nothing",
+        ),
+        pytest.param(
+            Outcome(node="n1", devices={"gpu": ["gpu d/n1/a"]}),
+            Outcome(node="n2", devices={"gpu": ["gpu d/n2/a"]}),
+            None,
+            id="other-node-not-compared",
+        ),
+        pytest.param(Outcome(node="n1"), Outcome(node="n1"), None, id="no-claims"),
+        pytest.param(Outcome(reason="Unschedulable"), Outcome(reason="Unschedulable"), None, id="pending"),
+    ],
+)
+def test_devices_are_compared_only_on_the_same_node(kube: Outcome, py: Outcome, want: bool | None) -> None:
+    r = _judge_one("s", "p", kube, py, None)
+    assert r.devices is want
+    assert r.disagrees() is (want is False or kube.node != py.node)
+
+
+def test_dra_scenarios_get_the_resourceclaim_controller_and_others_do_not() -> None:
+    dra = [s for s in SCENARIOS if isinstance(s, DraScenario)]
+    assert len(dra) >= 15
+    for s in dra:
+        assert uses_dra(s), s.name
+        assert CLAIM_CONTROLLER in controllers_for(s), s.name
+    assert controllers_for(by_name()["fit-cpu"]) == ()
+    wffc = next(s for s in SCENARIOS if s.needs_pv_controller)
+    assert controllers_for(wffc) == (PV_CONTROLLER,)
+
+
+def test_dra_scenario_objects_are_kinds_the_runner_creates() -> None:
+    for s in SCENARIOS:
+        if not isinstance(s, DraScenario):
+            continue
+        for o in s.objects:
+            assert o["kind"] in KINDS, (s.name, o["kind"])
+            assert o["apiVersion"] == "resource.k8s.io/v1"
+        for pod_name, gone in s.delete_before.items():
+            names = [p["metadata"]["name"] for p in s.pods]
+            assert pod_name in names and all(names.index(g) < names.index(pod_name) for g in gone), s.name
+
+
+def test_request_builders_follow_the_v1_api_shape() -> None:
+    assert exactly("gpu", "c", "x", count=2, admin=True) == {
+        "name": "gpu",
+        "exactly": {
+            "deviceClassName": "c",
+            "selectors": [{"cel": {"expression": "x"}}],
+            "allocationMode": "ExactCount",
+            "count": 2,
+            "adminAccess": True,
+        },
+    }
+    assert exactly(all_devices=True)["exactly"]["allocationMode"] == "All"
+    fa = first_available("gpu", sub("big"), sub("small", count=2))
+    assert fa["firstAvailable"][1] == {
+        "name": "small",
+        "deviceClassName": "gpu",
+        "allocationMode": "ExactCount",
+        "count": 2,
+    }
