@@ -649,7 +649,9 @@ class Scheduler:
             result, s = fwk.run_post_filter_plugins(state, pod, statuses)
             if s.code == Code.ERROR:
                 log.warning("postfilter error", pod=pod.key, error=s.message())
-            elif not s.is_success() and s.reasons:
+            if not s.is_success() and s.reasons:
+                # kube sets PostFilterMsg from any status, an Error's too: a pod an earlier PreFilter
+                # plugin rejected reads "... . not found" (DynamicResources' PostFilter finds no state)
                 fe.diagnosis.post_filter_msg = s.message()
             if result is not None and result.nominated_node_name:
                 nominated = result.nominated_node_name

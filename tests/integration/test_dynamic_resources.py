@@ -82,11 +82,24 @@ def total_nodes(cluster: LocalCluster) -> int:
     return len(cluster.api("GET", "/api/v1/nodes")["items"])
 
 
-def not_allocatable_message(n: int) -> str:
-    """kube 1.36's FailedScheduling text when no node has a free device (DynamicResources' PostFilter
-    runs before preemption, which finds nothing: every rejection is UnschedulableAndUnresolvable)."""
+def pool_pod(ns: str, name: str) -> Any:
+    """A pod pinned to this test's nodes, tolerating every taint: the session's other nodes (some tainted
+    or cordoned by other tests) all say the same thing, "didn't match Pod's node affinity/selector"."""
     return (
-        f"0/{n} nodes are available: {n} cannot allocate all claims. still not schedulable, "
+        make_pod(name, ns).scheduler("py-scheduler").node_selector({"pool": ns}).toleration(operator="Exists")
+    )
+
+
+def not_allocatable_message(n: int, mine: int) -> str:
+    """kube 1.36's FailedScheduling text when none of this test's ``mine`` nodes has a free device
+    (DynamicResources' PostFilter runs before preemption, which finds nothing: every rejection is
+    UnschedulableAndUnresolvable). kube sorts the "count reason" strings."""
+    reasons = sorted(
+        [f"{mine} cannot allocate all claims"]
+        + ([f"{n - mine} node(s) didn't match Pod's node affinity/selector"] if n > mine else [])
+    )
+    return (
+        f"0/{n} nodes are available: {', '.join(reasons)}. still not schedulable, "
         f"preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
     )
 
@@ -95,6 +108,8 @@ def test_200_pods_compete_for_50_devices_from_a_template(
     cluster: LocalCluster, ns: str, daemon: SchedulerProcess, devices: dict[str, Any]
 ) -> None:
     nodes = cluster.create_nodes(5, prefix=f"{ns}-n", labels={"pool": ns}, pods=110)
+    # a tainted node outside the pool, as other tests leave behind: it must not change the reason
+    cluster.create_nodes(1, prefix=f"{ns}-other", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
     for node in nodes:
         devices["add_slice"](node, 10)
     cluster.api(
@@ -103,7 +118,7 @@ def test_200_pods_compete_for_50_devices_from_a_template(
         claim_template("one-gpu", exactly("gpu", devices["class"]), namespace=ns),
     )
     for i in range(200):
-        pod = make_pod(f"p{i}", ns).scheduler("py-scheduler").resource_claim("gpu", template="one-gpu")
+        pod = pool_pod(ns, f"p{i}").resource_claim("gpu", template="one-gpu")
         cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", pod.json())
 
     eventually(lambda: len(claims(cluster, ns)) == 200, timeout=120, what="the controller created 200 claims")
@@ -112,7 +127,7 @@ def test_200_pods_compete_for_50_devices_from_a_template(
     )
 
     def all_pending_explained() -> list[str]:
-        want = not_allocatable_message(total_nodes(cluster))
+        want = not_allocatable_message(total_nodes(cluster), len(nodes))
         off = []
         for p in list_pods(cluster, ns):
             if p["spec"].get("nodeName"):
@@ -122,7 +137,12 @@ def test_200_pods_compete_for_50_devices_from_a_template(
                 off.append(f"{p['metadata']['name']}: {cond}")
         return off
 
-    eventually(lambda: not all_pending_explained(), timeout=180, what="150 pending pods with kube's reason")
+    try:
+        eventually(
+            lambda: not all_pending_explained(), timeout=180, what="150 pending pods with kube's reason"
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}; e.g. {all_pending_explained()[:2]}") from None
 
     placed = bound(cluster, ns)
     assert sum(1 for n in placed.values() if n) == 50  # still exactly 50: nobody got a device twice
@@ -157,7 +177,7 @@ def test_direct_claims_one_device_and_a_shared_claim(
         )
     # p1 and p2 share one claim (one device); pa takes the other device; pb finds none
     for pod, claim in (("p1", "shared"), ("p2", "shared"), ("pa", "a"), ("pb", "b")):
-        body = make_pod(pod, ns).scheduler("py-scheduler").resource_claim("gpu", claim=claim).json()
+        body = pool_pod(ns, pod).resource_claim("gpu", claim=claim).json()
         cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", body)
 
     eventually(
@@ -177,4 +197,8 @@ def test_direct_claims_one_device_and_a_shared_claim(
         cond = scheduled_condition(p) or {}
         return str(cond.get("message", ""))
 
-    eventually(lambda: pb_reason() == not_allocatable_message(total_nodes(cluster)), what="pb's reason")
+    want = not_allocatable_message(total_nodes(cluster), 1)
+    try:
+        eventually(lambda: pb_reason() == want, what="pb's reason")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {pb_reason()!r} != {want!r}") from None

@@ -140,3 +140,13 @@ def test_two_preemptors_each_own_their_victims() -> None:
         got[r.victims[0]] = r.node
         assert res[r.victims[0]].preempted_by == f"default/pre{i}"
     assert got == {"default/v0": "n0", "default/v1": "n1"}
+
+
+def test_a_pod_rejected_at_prefilter_reads_as_kube_1_36_writes_it() -> None:
+    """An earlier PreFilter plugin rejects the pod, so DynamicResources' PostFilter finds no cycle state
+    and fails with "not found", which kube-scheduler 1.36 puts into the message (checked against it on the
+    local control plane); preemption does not run after a PostFilter error."""
+    res = schedule(nodes(2, cpu="2"), [make_pod("p").pvc("missing")])
+    [r] = res.values()
+    assert not r.scheduled
+    assert r.message == '0/2 nodes are available: persistentvolumeclaim "missing" not found. not found'

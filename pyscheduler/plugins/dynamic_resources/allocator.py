@@ -1,8 +1,7 @@
 """The structured allocator for one node: which devices a pod's unallocated claims get, or none.
 
-Behaviour of k8s.io/dynamic-resource-allocation/structured at 1.36 for the GA feature set (its
-"incubating" allocator, which 1.36 runs by default, sorts pools by driver and pool name and slices by name;
-everything else is the same search as "stable"):
+Behaviour of k8s.io/dynamic-resource-allocation/structured at 1.36 with kube-scheduler's default feature
+gates, i.e. its "incubating" allocator (pools sorted by driver and pool name, slices by name):
 
 - Pools are gathered from the slices that target the node (``nodeName``, ``nodeSelector``, ``allNodes``).
   Per pool only the newest generation counts; a pool whose slices of that generation are not all there
@@ -14,7 +13,21 @@ everything else is the same search as "stable"):
   (by another claim, an in-flight allocation, or earlier in this search) unless the request asks for
   admin access, and must keep every ``matchAttribute`` constraint satisfied. ``firstAvailable`` tries
   its subrequests in order and keeps the first with which everything after it can be allocated.
-- ``All`` takes every matching device of the node; zero matching devices fail the request.
+- ``All`` takes every matching device of the node; zero matching devices fail the request, and a device
+  the claim's constraints exclude is an error.
+- ``distinctAttribute`` constraints (values remembered per request name, as kube does).
+- Device taints (NoSchedule/NoExecute) must be tolerated by the request; its tolerations are copied into
+  the results.
+- Partitionable devices: slices with ``sharedCounters`` belong to every node's view of their pool; a
+  device that ``consumesCounters`` is taken only while its pool's counters last (devices allocated on
+  other nodes of the pool count); ``perDeviceNodeSelection`` slices offer only devices the node reaches.
+- Consumable capacity (``capacity``): requests' ``capacity.requests`` against each device's capacities
+  and request policies; a device with ``allowMultipleAllocations`` is shared (a ``shareID`` and
+  ``consumedCapacity`` per share, up to its capacity).
+- Binding conditions: pools with such devices are tried last; results carry ``bindingConditions`` and
+  ``bindingFailureConditions``; ``bindsToNode`` pins the claim to the node.
+- Not replicated: kube's search-start optimisation for further devices of one request and its early exit
+  when the 32-result limit is hit (same answers in the cases tested here; not proven identical).
 
 Errors (a bad CEL expression, a missing DeviceClass) raise ``AllocationError`` with kube's wording; they
 are per-claim problems and never crash the caller.
