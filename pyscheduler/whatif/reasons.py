@@ -14,12 +14,13 @@ import re
 _HEAD = re.compile(r"^(\d+)/(\d+) nodes are available: ")
 _SPLIT = re.compile(r", (?=\d+ )")
 _PAIR = re.compile(r"^(\d+) (.+)$", re.S)
-_PREEMPTION = ". preemption: "
+_END = ". "  # the filter part ends with "." and PostFilter's text follows after a space
 
 
 def filter_part(message: str) -> str:
-    """The message without its ``preemption: ...`` tail."""
-    i = message.find(_PREEMPTION)
+    """The message without what PostFilter added after it (``preemption: ...``, and with DRA on
+    ``no new claims to deallocate, preemption: ...``)."""
+    i = message.find(_END)
     return message[: i + 1] if i >= 0 else message
 
 

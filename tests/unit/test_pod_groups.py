@@ -118,7 +118,7 @@ def test_topology_group_that_fits_no_zone() -> None:
     # preemption not tried for a group with topology constraints); the group's condition sums it up
     msgs = sorted(v.message or "" for v in r.values())
     assert msgs == [
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to placement-based pod "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to placement-based pod "
         "group scheduling limitation",
         WAIT_MSG,
     ]

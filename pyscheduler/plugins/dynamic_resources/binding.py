@@ -50,6 +50,8 @@ class Binding(PluginBase):
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if not isinstance(s, State):
+            if not pod.resource_claims:  # nothing to reserve (e.g. a pod group's re-assume, no PreFilter)
+                return None
             return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
         todo = s.to_allocate()
         if not todo or s.allocator is None:
@@ -87,6 +89,8 @@ class Binding(PluginBase):
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if not isinstance(s, State):
+            if not pod.resource_claims:
+                return None
             return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
         if not s.claims:
             return None

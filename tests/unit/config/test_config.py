@@ -614,12 +614,6 @@ def _profile_plugins(plugins: dict[str, Any]) -> dict[str, Any]:
             id="removed plugin",
         ),
         pytest.param(
-            {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}},
-            'profiles[0].plugins.multiPoint.enabled[0].name: plugin "GangScheduling" is a '
-            "kube-scheduler plugin that pyscheduler does not implement",
-            id="kube plugin we do not implement",
-        ),
-        pytest.param(
             {"filter": {"disabled": [{"name": "NodeNam"}]}},
             'profiles[0].plugins.filter.disabled[0].name: unknown plugin "NodeNam" (did you mean '
             '"NodeName"?)',
@@ -841,13 +835,6 @@ def test_args_of_plugins_not_enabled_are_validated_but_not_kept() -> None:
 )
 def test_plugin_config_errors(entries: list[Any], want: str) -> None:
     assert error_of(_plugin_config(*entries)).startswith(want)
-
-
-def test_plugin_config_of_a_kube_plugin_we_do_not_implement_is_a_warning() -> None:
-    c = parse(_plugin_config({"name": "GangScheduling", "args": {"someField": "5s"}}))
-    assert c.warnings == (
-        "profiles[0].pluginConfig[0].name: ignored: pyscheduler does not implement the GangScheduling plugin",
-    )
 
 
 def test_config_error_is_an_args_error_and_a_value_error() -> None:

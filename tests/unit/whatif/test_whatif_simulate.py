@@ -48,7 +48,7 @@ def test_added_replicas_fill_the_nodes_and_the_rest_get_kubes_text() -> None:
     placed = sorted(p.node for p in res.pods if p.node)
     assert placed == ["n0", "n0", "n1", "n1"]  # 2 CPUs each, never more
     assert res.unschedulable_groups() == {
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption "
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption "
         "victims found for incoming pod.": ["default/web-whatif-4"]
     }
     assert res.reason_counts() == {"Insufficient cpu": 1}
