@@ -81,3 +81,11 @@ clean:
 quantity-golden:
 	cd e2e/controlplane && go build -o $(CURDIR)/.venv/quantity-golden ./cmd/quantity-golden
 	$(PYTHON) e2e/controlplane/cmd/quantity-golden/gen.py | $(VENV)/quantity-golden > tests/unit/quantity_golden.jsonl
+
+# Kubernetes' own [sig-scheduling] e2e specs (the pinned release), on a fresh local cluster per scheduler:
+# kube-scheduler as the control, then pyscheduler as the default scheduler. Builds the e2e binary once
+# (e2e/conformance/build.sh). ARGS: --focus RE, --skip RE, --scheduler kube|py|both, --nodes N.
+# Reports under .conformance/; last line "conformance: pyscheduler P/N passed, kube-scheduler K/N passed".
+.PHONY: conformance
+conformance: install controlplane
+	$(BIN)/python -m pyscheduler.testing.conformance $(ARGS)
