@@ -657,6 +657,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # a SIGTERM unwinds like Ctrl-C: each run's finally stops its scheduler and cluster
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         raise SystemExit(main())
     except ConformanceError as e:
