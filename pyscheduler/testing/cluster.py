@@ -203,6 +203,7 @@ class LocalCluster:
     # what `make conformance` changes: KWOK's stages file and the controller manager's controllers
     kwok_stages: Path = STAGES_FILE
     controllers: Sequence[str] = KCM_CONTROLLERS
+    controller_manager_args: Sequence[str] = ()
 
     port: int = 0
     etcd_port: int = 0
@@ -327,6 +328,7 @@ class LocalCluster:
                     "--kube-api-qps=500",
                     "--kube-api-burst=1000",
                     "--v=0",
+                    *self.controller_manager_args,
                 ],
             )
         if self.with_kwok:

@@ -81,13 +81,14 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",  # pods left on deleted nodes
     "endpoints-controller",
     "endpointslice-controller",
+    "podgroup-protection-controller",  # removes a deleted PodGroup's protection finalizer (Workload specs)
 )
 
-# The alpha Workload/PodGroup API (scheduling.k8s.io/v1alpha2), for the two Workload specs.
-APISERVER_ARGS = (
-    "--feature-gates=GenericWorkload=true",
-    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
-)
+# The alpha Workload/PodGroup API (scheduling.k8s.io/v1alpha2), for the two Workload specs; the
+# controller manager needs the gate too for its podgroup-protection controller.
+FEATURE_GATES = "--feature-gates=GenericWorkload=true"
+APISERVER_ARGS = (FEATURE_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true")
+CONTROLLER_MANAGER_ARGS = (FEATURE_GATES,)
 
 # Specs skipped by name for both schedulers: name (a substring of the spec's full text) -> why.
 # docs/conformance.md repeats each one with its reason.
@@ -219,6 +220,7 @@ def start_cluster(nodes: int, name: str, timeout: float = 60.0) -> LocalCluster:
         name=f"conformance-{name}",
         kwok_stages=STAGES,
         controllers=CONTROLLERS,
+        controller_manager_args=CONTROLLER_MANAGER_ARGS,
     )
     cluster.start()
     try:
@@ -486,6 +488,7 @@ def run_one(
     focus: str | None,
     skip: str | None,
     timeout: float,
+    seed: int,
 ) -> RunResult:
     label = SCHEDULERS[scheduler]
     workdir = out / scheduler
@@ -508,6 +511,7 @@ def run_one(
             f"--report-dir={workdir}",
             "--ginkgo.no-color",
             "--ginkgo.v",
+            f"--ginkgo.seed={seed}",  # the same spec order for both schedulers
             f"--ginkgo.timeout={int(timeout)}s",
             f"--ginkgo.focus={FOCUS}" + (f".*({focus})" if focus else ""),
         ]
@@ -605,6 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="where reports and logs go (default .conformance/)"
     )
+    ap.add_argument("--seed", type=int, help="Ginkgo's random seed (spec order); default: from the clock")
     ap.add_argument("--timeout", type=float, default=3600.0, help="per scheduler's run, seconds")
     args = ap.parse_args(argv)
     if args.nodes < 2:
@@ -617,10 +622,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     order = ["kube", "py"] if args.scheduler == "both" else [args.scheduler]
+    seed = args.seed if args.seed is not None else int(time.time()) % 100000
+    log(f"spec order: --seed {seed}")
     runs: dict[str, RunResult] = {}
     for key in order:
         runs[key] = run_one(
-            key, binary, out, nodes=args.nodes, focus=args.focus, skip=args.skip, timeout=args.timeout
+            key,
+            binary,
+            out,
+            nodes=args.nodes,
+            focus=args.focus,
+            skip=args.skip,
+            timeout=args.timeout,
+            seed=seed,
         )
     (out / "summary.json").write_text(
         json.dumps(

@@ -135,3 +135,26 @@ def test_a_new_pod_with_a_terminated_pods_name_is_left_alone(ccluster: LocalClus
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     assert not new["metadata"].get("deletionTimestamp")
     assert new["status"]["phase"] == "Running"
+
+
+def test_a_running_pod_reports_podscheduled_as_a_kubelet_does(ccluster: LocalCluster) -> None:
+    # upstream's GetPodsScheduled fails a spec on any bound pod without the condition (here: the
+    # per-node system pods, bound by nodeName without a scheduler)
+    pods = ccluster.api("GET", "/api/v1/namespaces/kube-system/pods")["items"]
+    assert len(pods) == 2 * len(conformance.SYSTEM_PODS)
+    for p in pods:
+        conds = {c["type"]: c["status"] for c in p["status"].get("conditions", [])}
+        assert conds.get("PodScheduled") == "True", p["metadata"]["name"]
+
+
+def test_a_deleted_podgroup_goes_once_its_protection_finalizer_is_removed(ccluster: LocalCluster) -> None:
+    base = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{NS}/podgroups"
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    ccluster.api("POST", base, body)
+    ccluster.api("DELETE", f"{base}/pg")
+    eventually(lambda: ccluster.request("GET", f"{base}/pg")[0] == 404, timeout=15)
