@@ -251,11 +251,26 @@ class App:
         self.recorder.event(stub, "Warning", "FailedScheduling", "Scheduling", msg)
         self.scheduler.status_writer.pod_scheduled_condition(stub, "False", "SchedulerError", msg)
 
-    def move(self, event: ClusterEvent, old: Any, new: Any) -> None:
+    def move(
+        self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None = None
+    ) -> None:
         try:
-            self.queue.move_all_to_active_or_backoff(event, old, new)
+            self.queue.move_all_to_active_or_backoff(event, old, new, pre_check)
         except Exception:
             log.exception("requeue on event failed", event=str(event))
+
+    def nomination_released(self, pod: Pod) -> None:
+        """A pending pod nominated to a node lost its nomination (cleared, moved or the pod deleted).
+        Lower- and equal-priority pods counted it there as if it ran: kube-scheduler requeues them as
+        for an AssignedPodDelete of that pod, and so do we (else a pod parked while others' nominations
+        filled a node waits for the 5-minute flush)."""
+        priority = pod.priority
+        self.move(
+            ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"),
+            pod,
+            None,
+            lambda p: p.priority <= priority,
+        )
 
 
 def _uid_key(p: Pod) -> str:
@@ -303,6 +318,8 @@ class _PodHandler:
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, new)
         elif a.is_ours(new):
             a.queue.update(old, new)
+            if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
+                a.nomination_released(old)
         elif a.is_ours(old):
             a.queue.delete(old)
 
@@ -317,6 +334,8 @@ class _PodHandler:
             a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"), pod, None)
         elif a.is_ours(pod):
             a.queue.delete(pod)
+            if pod.nominated_node_name:
+                a.nomination_released(pod)
 
 
 def _node_action(old: Node, new: Node) -> Action:
