@@ -158,3 +158,23 @@ def test_a_deleted_podgroup_goes_once_its_protection_finalizer_is_removed(cclust
     ccluster.api("POST", base, body)
     ccluster.api("DELETE", f"{base}/pg")
     eventually(lambda: ccluster.request("GET", f"{base}/pg")[0] == 404, timeout=15)
+
+
+def test_force_deleted_pod_replaced_at_once_by_a_same_named_one_keeps_the_new_one(
+    ccluster: LocalCluster,
+) -> None:
+    # what upstream's Get2NodesThatCanRunPod does: delete "without-label" with gracePeriodSeconds=0 and
+    # at once create another "without-label"; the fake kubelet must not delete or stall the new one
+    for i in range(8):
+        ccluster.api("POST", f"/api/v1/namespaces/{NS}/pods", pod("again", f"node-{i % 2}"))
+        eventually(lambda: running(ccluster, "again"), timeout=10)
+        ccluster.api("DELETE", f"/api/v1/namespaces/{NS}/pods/again?gracePeriodSeconds=0")
+        ccluster.api("POST", f"/api/v1/namespaces/{NS}/pods", pod("again", f"node-{(i + 1) % 2}"))
+        eventually(lambda: running(ccluster, "again"), timeout=10)
+        time.sleep(0.5)
+        p = get_pod(ccluster, "again")
+        assert p is not None and not p["metadata"].get("deletionTimestamp"), (
+            f"round {i}: the new pod was deleted"
+        )
+        ccluster.api("DELETE", f"/api/v1/namespaces/{NS}/pods/again?gracePeriodSeconds=0")
+        eventually(lambda: get_pod(ccluster, "again") is None, timeout=5)
