@@ -393,6 +393,17 @@ class PyScheduler:
         self.daemon.cleanup()
 
 
+def rbac_refusals(log_text: str) -> list[str]:
+    """The daemon's log lines where the API server refused it (403), except events posted into a
+    test namespace that is being deleted (kube-scheduler's are refused there too)."""
+    return [
+        line
+        for line in log_text.splitlines()
+        if ("forbidden" in line.lower() or "HTTP 403" in line)
+        and "because it is being terminated" not in line
+    ]
+
+
 # ---------------------------------------------------------------------------------------------- results
 @dataclass
 class SpecResult:
@@ -542,6 +553,10 @@ def run_one(
         alive = isinstance(sched, KubeScheduler) or (sched.daemon is not None and sched.daemon.alive())
         if not alive:
             log(f"{label}: the scheduler died during the run; see {workdir}")
+        if isinstance(sched, PyScheduler) and sched.daemon is not None:
+            refused = rbac_refusals(sched.daemon.log_text())
+            if refused:
+                log(f"{label}: refused by RBAC {len(refused)} time(s), e.g. {refused[0][:300]}")
         log(f"{label}: {result.passed}/{len(result.ran)} passed in {result.wall:.0f}s (report: {report})")
     finally:
         sched.stop()

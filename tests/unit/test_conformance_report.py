@@ -122,3 +122,12 @@ def test_skip_regex_names_each_skip_literally(monkeypatch: pytest.MonkeyPatch) -
     assert conformance.skip_regex("extra") == r"a\ \[b\]\ \(c\)|extra"
     monkeypatch.setattr(conformance, "SKIPS", {})
     assert conformance.skip_regex(None) is None
+
+
+def test_rbac_refusals_ignore_events_in_terminating_namespaces() -> None:
+    lines = [
+        '{"event":"posting event failed","error":"HTTP 403 Forbidden: ... because it is being terminated"}',
+        '{"event":"list failed","error":"HTTP 403 Forbidden: podgroups.scheduling.k8s.io is forbidden"}',
+        '{"event":"scheduled","pod":"a/b"}',
+    ]
+    assert conformance.rbac_refusals("\n".join(lines)) == [lines[1]]
