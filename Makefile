@@ -86,3 +86,11 @@ quantity-golden:
 # apt-get install buildah debootstrap podman runc). See docs/deploy.md.
 image:
 	bash e2e/image/build.sh
+
+# Kubernetes' own [sig-scheduling] e2e specs (the pinned release), on a fresh local cluster per scheduler:
+# kube-scheduler as the control, then pyscheduler as the default scheduler. Builds the e2e binary once
+# (e2e/conformance/build.sh). ARGS: --focus RE, --skip RE, --scheduler kube|py|both, --nodes N.
+# Reports under .conformance/; last line "conformance: pyscheduler P/N passed, kube-scheduler K/N passed".
+.PHONY: conformance
+conformance: install controlplane
+	$(BIN)/python -m pyscheduler.testing.conformance $(ARGS)

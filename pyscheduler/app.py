@@ -333,11 +333,26 @@ class App:
         self.recorder.event(stub, "Warning", "FailedScheduling", "Scheduling", msg)
         self.scheduler.status_writer.pod_scheduled_condition(stub, "False", "SchedulerError", msg)
 
-    def move(self, event: ClusterEvent, old: Any, new: Any) -> None:
+    def move(
+        self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None = None
+    ) -> None:
         try:
-            self.queue.move_all_to_active_or_backoff(event, old, new)
+            self.queue.move_all_to_active_or_backoff(event, old, new, pre_check)
         except Exception:
             log.exception("requeue on event failed", event=str(event))
+
+    def nomination_released(self, pod: Pod) -> None:
+        """A pending pod nominated to a node lost its nomination (cleared, moved or the pod deleted).
+        Lower- and equal-priority pods counted it there as if it ran: kube-scheduler requeues them as
+        for an AssignedPodDelete of that pod, and so do we (else a pod parked while others' nominations
+        filled a node waits for the 5-minute flush)."""
+        priority = pod.priority
+        self.move(
+            ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"),
+            pod,
+            None,
+            lambda p: p.priority <= priority,
+        )
 
 
 class _Timed:
@@ -455,6 +470,8 @@ class _PodHandler:
         elif a.is_ours(new):
             a.cache.update_pod_group_member(old, new)
             a.queue.update(old, new)
+            if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
+                a.nomination_released(old)
         elif a.is_ours(old):
             a.cache.remove_pod_group_member(old)
             a.queue.delete(old)
@@ -471,6 +488,8 @@ class _PodHandler:
         elif a.is_ours(pod):
             a.cache.remove_pod_group_member(pod)
             a.queue.delete(pod)
+            if pod.nominated_node_name:
+                a.nomination_released(pod)
 
 
 def _node_action(old: Node, new: Node) -> Action:

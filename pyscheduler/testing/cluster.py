@@ -200,6 +200,10 @@ class LocalCluster:
     apiserver_args: Sequence[str] = ()
     name: str = "pyscheduler"
     bin_dir: Path | None = None
+    # what `make conformance` changes: KWOK's stages file and the controller manager's controllers
+    kwok_stages: Path = STAGES_FILE
+    controllers: Sequence[str] = KCM_CONTROLLERS
+    controller_manager_args: Sequence[str] = ()
 
     port: int = 0
     etcd_port: int = 0
@@ -314,7 +318,7 @@ class LocalCluster:
                     self.binary("kube-controller-manager"),
                     f"--kubeconfig={self.kubeconfig}",
                     "--leader-elect=false",
-                    f"--controllers={','.join(KCM_CONTROLLERS)}",
+                    f"--controllers={','.join(self.controllers)}",
                     f"--service-account-private-key-file={pki / 'sa.key'}",
                     f"--root-ca-file={pki / 'ca.crt'}",
                     "--use-service-account-credentials=false",
@@ -324,6 +328,7 @@ class LocalCluster:
                     "--kube-api-qps=500",
                     "--kube-api-burst=1000",
                     "--v=0",
+                    *self.controller_manager_args,
                 ],
             )
         if self.with_kwok:
@@ -332,7 +337,7 @@ class LocalCluster:
                 [
                     self.binary("kwok"),
                     f"--kubeconfig={self.kubeconfig}",
-                    f"--config={STAGES_FILE}",
+                    f"--config={self.kwok_stages}",
                     "--manage-all-nodes=false",
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                     "--node-ip=10.0.0.1",

@@ -214,3 +214,45 @@ def test_a_cluster_without_resource_k8s_io_v1_is_refused_with_a_hint() -> None:
     finally:
         for r in a.reflectors:
             r.stop(timeout=1.0)
+
+
+def _park(app: App, name: str, priority: int) -> None:
+    """Queue a pending pod of ours and park it as NodeResourcesFit left it (Insufficient cpu)."""
+    _PodHandler(app).on_add(make_pod(name).scheduler("py-scheduler").priority(priority).req(cpu="2").obj())
+    qpi = app.queue.pop(0.1)
+    assert qpi is not None and qpi.pod.name == name
+    qpi.unschedulable_plugins = {"NodeResourcesFit"}
+    app.queue.add_unschedulable_if_not_present(qpi)
+
+
+@pytest.mark.parametrize("how", ["cleared", "deleted"])
+def test_a_lost_nomination_requeues_the_lower_and_equal_priority_pods_it_held_back(
+    app: App, how: str
+) -> None:
+    # kube-scheduler's updatePodInSchedulingQueue / deletePodFromSchedulingQueue: a nominated pending pod
+    # counts on its node for pods of lower or equal priority; when its nomination goes, they retry at once
+    _NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    _park(app, "low", 1)
+    _park(app, "equal", 5)
+    _park(app, "high", 10)
+    h = _PodHandler(app)
+    nominee = make_pod("nominee").scheduler("py-scheduler").priority(5).req(cpu="2").nominated("n1").obj()
+    h.on_add(nominee)
+    assert app.queue.pending_pods() == {"active": 1, "backoff": 0, "unschedulable": 3, "gated": 0}
+    if how == "cleared":
+        h.on_update(nominee, dataclasses.replace(nominee, nominated_node_name=""))
+    else:
+        h.on_delete(nominee)
+    pending = app.queue.pending_pods()
+    assert pending["unschedulable"] == 1  # "high" stays: the nominee never held it back
+    requeued = pending["active"] + pending["backoff"] - (1 if how == "cleared" else 0)
+    assert requeued == 2
+
+
+def test_an_unchanged_nomination_requeues_nobody(app: App) -> None:
+    _park(app, "low", 1)
+    h = _PodHandler(app)
+    nominee = make_pod("nominee").scheduler("py-scheduler").priority(5).nominated("n1").obj()
+    h.on_add(nominee)
+    h.on_update(nominee, dataclasses.replace(nominee, labels={"a": "b"}))
+    assert app.queue.pending_pods()["unschedulable"] == 1
