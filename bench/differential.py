@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scenarios import SCENARIOS, Scenario, by_name
-from pyscheduler.testing.cluster import LocalCluster, free_port
+from pyscheduler.testing.cluster import LocalCluster, free_port, stop_process_group
 from pyscheduler.testing.daemon import SchedulerProcess
 
 JSON = dict[str, Any]
@@ -614,17 +614,7 @@ class KubeScheduler:
         return parse_kube_scores(self.log_path.read_text(errors="replace") if self.log_path.exists() else "")
 
     def stop(self) -> None:
-        p = self.proc
-        if p is None or p.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait(5)
+        stop_process_group(self.proc, 10)
 
 
 _PLUGIN_SCORE = re.compile(

@@ -30,7 +30,7 @@ import yaml
 
 from bench.measure import Conn, Endpoint, Watch, post_objects, run_parallel, throughput_samples
 from bench.upstream.gotemplate import render
-from pyscheduler.client.api import KINDS  # kind -> (API path prefix, plural, namespaced)
+from pyscheduler.client.api import KINDS, resource_path  # kind -> (API path prefix, plural, namespaced)
 
 SUPPORTED = frozenset(
     {
@@ -428,19 +428,17 @@ class Executor:
             kind = o.get("kind", "")
             if kind not in KINDS:
                 raise OpError(f"createAny: kind {kind!r} not translated yet")
-            prefix, plural, namespaced = KINDS[kind]
+            namespaced = KINDS[kind][2]
             if kind == "Pod":
                 o.setdefault("spec", {})["schedulerName"] = self.scheduler_name
+            ns = ""
             if namespaced:
                 ns = op.get("namespace") or o["metadata"].get("namespace") or "default"
                 o["metadata"]["namespace"] = ns
                 self._ensure_namespace(ns)
-                path = f"{prefix}/namespaces/{ns}/{plural}"
                 if kind == "Pod":
                     self.pods.setdefault(ns, []).append((ns, o["metadata"]["name"]))
-            else:
-                path = f"{prefix}/{plural}"
-            self._post(path, [o])
+            self._post(resource_path(kind, ns), [o])
 
     def churn(self, op: Mapping[str, Any], i: int) -> None:
         """Upstream's churn: every ``intervalMilliseconds`` (500) one object per template is created
@@ -459,17 +457,12 @@ class Executor:
             kind = obj.get("kind", "")
             if kind not in KINDS:
                 raise OpError(f"churn: kind {kind!r} not translated yet")
-            prefix, plural, namespaced = KINDS[kind]
+            namespaced = KINDS[kind][2]
             if kind == "Pod":
                 obj.setdefault("spec", {})["schedulerName"] = self.scheduler_name
             if namespaced:
                 obj.setdefault("metadata", {})["namespace"] = ns
-            targets.append(
-                (
-                    f"{prefix}/namespaces/{ns}/{plural}" if namespaced else f"{prefix}/{plural}",
-                    orjson.dumps(obj),
-                )
-            )
+            targets.append((resource_path(kind, ns if namespaced else None), orjson.dumps(obj)))
         interval = int(op.get("intervalMilliseconds") or 500) / 1000.0
         thread = threading.Thread(
             target=self._churn_loop, args=(targets, mode, number, interval), name=f"churn-{i}", daemon=True
@@ -517,7 +510,7 @@ class Executor:
             kind = obj.get("kind", "")
             if kind not in KINDS:
                 raise OpError(f"updateAny: kind {kind!r} not translated yet")
-            prefix, plural, namespaced = KINDS[kind]
+            namespaced = KINDS[kind][2]
             name = obj["metadata"]["name"]
             ns = op.get("namespace") or ""
             if ns and not namespaced:
@@ -526,9 +519,7 @@ class Executor:
                 obj["metadata"]["namespace"] = ns = ns or obj["metadata"].get("namespace") or "default"
             if kind == "Pod":
                 obj.setdefault("spec", {})["schedulerName"] = self.scheduler_name
-            obj_path = (
-                f"{prefix}/namespaces/{ns}/{plural}/{name}" if namespaced else f"{prefix}/{plural}/{name}"
-            )
+            obj_path = resource_path(kind, ns if namespaced else None, name)
             path = "/".join([obj_path, *(op.get("subresources") or ())])
             if rate:  # the k-th update not before t0 + k/rate
                 delay = t0 + k / rate - time.monotonic()

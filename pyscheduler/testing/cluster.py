@@ -98,6 +98,20 @@ def free_port() -> int:
         return port
 
 
+def stop_process_group(proc: subprocess.Popen[Any] | None, grace: float) -> None:
+    """SIGTERM a child started in its own process group, SIGKILL it after ``grace`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
 def _set_pdeathsig() -> None:  # runs in the child between fork and exec
     try:
         import ctypes

@@ -59,6 +59,7 @@ from pyscheduler.testing.cluster import (
     LocalCluster,
     _set_pdeathsig,
     free_port,
+    stop_process_group,
 )
 from pyscheduler.testing.daemon import SchedulerProcess
 
@@ -301,17 +302,7 @@ class KubeScheduler:
         wait_for_lease(self.cluster, "kube-system", "kube-scheduler", timeout)
 
     def stop(self) -> None:
-        p = self.proc
-        if p is None or p.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait(5)
+        stop_process_group(self.proc, 15)
 
 
 def wait_for_lease(cluster: LocalCluster, namespace: str, name: str, timeout: float) -> str:
