@@ -204,7 +204,7 @@ def _at(path: str, suffix: str) -> str:
     return f"{path}.{suffix}" if path else suffix
 
 
-def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
+def expand_plugins(
     plugins: Mapping[str, PluginSetSpec],
     extension_points: ExtensionPointsFn,
     path: str = "plugins",
@@ -225,40 +225,65 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
     lists: dict[str, list[str]] = {}
     for point in EXTENSION_POINTS:
         pset = plugins.get(point, PluginSetSpec())
-        # updatePluginList: the point's own enabled list
-        explicit: list[str] = []
-        for ref in pset.enabled:
-            where = _at(ref.path or _at(pset.path, "enabled"), "name")
-            implemented = points_of(ref.name)
-            if point not in implemented:
-                has = ", ".join(p for p in EXTENSION_POINTS if p in implemented) or "none"
-                raise ConfigError(
-                    where, f'plugin "{ref.name}" does not extend {point} (it implements: {has})'
-                )
-            if ref.name in explicit:
-                raise ConfigError(where, f'plugin "{ref.name}" is enabled more than once at {point}')
-            explicit.append(ref.name)
+        explicit = _explicit_list(point, pset, points_of)
         disabled = {d.name for d in pset.disabled}
-        if WILDCARD in disabled:
-            lists[point] = explicit
-            continue
-        # expandMultiPointPlugins
-        overrides: set[str] = set()
-        from_multi: list[str] = []
-        for ref in multi.enabled:
-            if point not in points_of(ref.name) or ref.name in disabled:
-                continue
-            if ref.name in explicit:
-                overrides.add(ref.name)
-                continue
-            if ref.name in from_multi:
-                where = _at(ref.path or _at(multi.path, "enabled"), "name")
-                raise ConfigError(where, f'plugin "{ref.name}" is enabled more than once in multiPoint')
-            from_multi.append(ref.name)
         lists[point] = (
-            [n for n in explicit if n in overrides] + from_multi + [n for n in explicit if n not in overrides]
+            explicit
+            if WILDCARD in disabled
+            else _expand_multi_point(point, explicit, disabled, multi, points_of)
         )
+    _check_required_points(lists, path)
+    kwargs: dict[str, tuple[str, ...]] = {POINT_FIELDS[p]: tuple(v) for p, v in lists.items()}
+    return ResolvedPlugins(
+        **kwargs,
+        score_weights=_weights(lists, plugins, "score"),
+        # placementScore plugins are weighted the same way (kube's placementScorePluginWeight)
+        placement_score_weights=_weights(lists, plugins, "placementScore"),
+        instantiated=_instantiated(plugins),
+    )
 
+
+def _explicit_list(point: str, pset: PluginSetSpec, points_of: Callable[[str], frozenset[str]]) -> list[str]:
+    """kube's updatePluginList: the point's own enabled list, each implementing the point, once."""
+    explicit: list[str] = []
+    for ref in pset.enabled:
+        where = _at(ref.path or _at(pset.path, "enabled"), "name")
+        implemented = points_of(ref.name)
+        if point not in implemented:
+            has = ", ".join(p for p in EXTENSION_POINTS if p in implemented) or "none"
+            raise ConfigError(where, f'plugin "{ref.name}" does not extend {point} (it implements: {has})')
+        if ref.name in explicit:
+            raise ConfigError(where, f'plugin "{ref.name}" is enabled more than once at {point}')
+        explicit.append(ref.name)
+    return explicit
+
+
+def _expand_multi_point(
+    point: str,
+    explicit: list[str],
+    disabled: set[str],
+    multi: PluginSetSpec,
+    points_of: Callable[[str], frozenset[str]],
+) -> list[str]:
+    """kube's expandMultiPointPlugins: multiPoint plugins implementing the point and not disabled there,
+    after the explicit ones that override them and before the other explicit ones."""
+    overrides: set[str] = set()
+    from_multi: list[str] = []
+    for ref in multi.enabled:
+        if point not in points_of(ref.name) or ref.name in disabled:
+            continue
+        if ref.name in explicit:
+            overrides.add(ref.name)
+            continue
+        if ref.name in from_multi:
+            where = _at(ref.path or _at(multi.path, "enabled"), "name")
+            raise ConfigError(where, f'plugin "{ref.name}" is enabled more than once in multiPoint')
+        from_multi.append(ref.name)
+    return [n for n in explicit if n in overrides] + from_multi + [n for n in explicit if n not in overrides]
+
+
+def _check_required_points(lists: Mapping[str, list[str]], path: str) -> None:
+    """Exactly one queueSort plugin and at least one bind plugin, as kube's framework needs."""
     queue_sort = lists["queueSort"]
     if len(queue_sort) != 1:
         got = ", ".join(f'"{n}"' for n in queue_sort)
@@ -269,32 +294,30 @@ def expand_plugins(  # noqa: C901 (over 15 branches; to split, issue #22)
     if not lists["bind"]:
         raise ConfigError(_at(path, "bind"), "at least one bind plugin is required")
 
-    # getScoreWeights: the score entry wins over the multiPoint one; 0 / unset means 1
-    weights: dict[str, int] = {}
-    score_set = set(lists["score"])
-    for ref in (*plugins.get("score", PluginSetSpec()).enabled, *multi.enabled):
-        if ref.name in score_set and ref.name not in weights:
-            weights[ref.name] = ref.weight or 1
-    # placementScore plugins are weighted the same way (kube's placementScorePluginWeight)
-    placement_weights: dict[str, int] = {}
-    placement_set = set(lists["placementScore"])
-    for ref in (*plugins.get("placementScore", PluginSetSpec()).enabled, *multi.enabled):
-        if ref.name in placement_set and ref.name not in placement_weights:
-            placement_weights[ref.name] = ref.weight or 1
 
+def _weights(
+    lists: Mapping[str, list[str]], plugins: Mapping[str, PluginSetSpec], point: str
+) -> dict[str, int]:
+    """kube's getScoreWeights: the point's own entry wins over the multiPoint one; 0 / unset means 1."""
+    weights: dict[str, int] = {}
+    listed = set(lists[point])
+    for ref in (
+        *plugins.get(point, PluginSetSpec()).enabled,
+        *plugins.get(MULTI_POINT, PluginSetSpec()).enabled,
+    ):
+        if ref.name in listed and ref.name not in weights:
+            weights[ref.name] = ref.weight or 1
+    return {n: weights[n] for n in lists[point]}
+
+
+def _instantiated(plugins: Mapping[str, PluginSetSpec]) -> tuple[str, ...]:
+    """Every plugin enabled anywhere, in the order first met (point by point, multiPoint last)."""
     instantiated: list[str] = []
     for point in (*EXTENSION_POINTS, MULTI_POINT):
         for ref in plugins.get(point, PluginSetSpec()).enabled:
             if ref.name not in instantiated:
                 instantiated.append(ref.name)
-
-    kwargs: dict[str, tuple[str, ...]] = {POINT_FIELDS[p]: tuple(v) for p, v in lists.items()}
-    return ResolvedPlugins(
-        **kwargs,
-        score_weights={n: weights[n] for n in lists["score"]},
-        placement_score_weights={n: placement_weights[n] for n in lists["placementScore"]},
-        instantiated=tuple(instantiated),
-    )
+    return tuple(instantiated)
 
 
 def resolve_plugins(
