@@ -438,14 +438,25 @@ def _create_unschedulable_pods(env: Env, wl: Workload, tag: str, prefix: str, wa
     return unsched_names
 
 
-def run_one(  # noqa: C901 (DRA hooks pushed it over 15 again; to split, issue #22)
+@dataclass
+class _Live:
+    """What a run must stop however it ends: its scheduler (a fresh one after --precreate) and the
+    py-spy profiler, if one was started."""
+
+    sched: Scheduler
+    profiler: Profiler | None = None
+
+    def alive_or_raise(self) -> None:
+        if not self.sched.alive():
+            raise RuntimeError(f"{self.sched.name} died:\n{self.sched.log_tail()}")
+
+
+def run_one(
     env: Env, wl: Workload, make: Callable[[], Scheduler], rep: int, profile_dir: Path | None
 ) -> dict[str, Any]:
-    a = env.args
     sched = make()
     tag = f"{wl.short}-{'k' if sched.name == KUBE else 'p'}{rep}"
     prefix = f"  [{wl.name} {sched.name} #{rep + 1}]"
-    pods_path = f"/api/v1/namespaces/{NS}/pods"
     clean_namespace(env)
     dra = DraRun(env, wl, tag, NS) if wl.dra else None  # DRA workloads: this run's claims
     if dra is not None:
@@ -456,128 +467,185 @@ def run_one(  # noqa: C901 (DRA hooks pushed it over 15 again; to split, issue #
         "scheduler": sched.name,
         "repeat": rep,
         "complete": False,
-        "precreate": a.precreate,
+        "precreate": env.args.precreate,
     }
-    profiler: Profiler | None = None
+    live = _Live(sched)
     try:
         t_start = time.monotonic()
         sched.start()
         result["startup_seconds"] = time.monotonic() - t_start
         stats = ProcStats(sched.pid)
         say(f"{prefix} started in {result['startup_seconds']:.1f}s (pid {sched.pid})")
-
-        def alive_or_raise() -> None:
-            if not sched.alive():
-                raise RuntimeError(f"{sched.name} died:\n{sched.log_tail()}")
-
-        init_names = _create_init_pods(env, wl, tag, prefix, watch, alive_or_raise)
+        init_names = _create_init_pods(env, wl, tag, prefix, watch, live.alive_or_raise)
         unsched_names = _create_unschedulable_pods(env, wl, tag, prefix, watch)
-
-        # measured pods
-        names = [f"{tag}-m{k}" for k in range(wl.measured_pods)]
-        bodies = encode(wl.template, names)
-        if dra is not None:
-            dra.start(watch, names)  # steady state: measured pods deleted once bound
-        sent: dict[str, float] = {}
-        created = threading.Event()
-        create_errors: list[str] = []
-
-        def creator() -> None:
-            create_errors.extend(
-                post_objects(env.endpoint, pods_path, bodies, a.creators, sent=sent, rate=a.create_rate)
-            )
-            created.set()
-
-        if a.precreate:
-            # Scheduling alone: the measured pods exist before a fresh scheduler process starts.
-            sched = _precreate(env, sched, make, creator, create_errors, len(names), prefix)
-        plane = {p.name: ProcStats(p.popen.pid) for p in env.cluster.procs}
-        plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
-        bench0 = sum(os.times()[:2])
-        load0 = os.getloadavg()[0]
-        if a.precreate:
-            t0 = time.monotonic()
-            sched.start()
-            stats = ProcStats(sched.pid)
-            cpu0 = 0.0
-            sent = dict.fromkeys(names, t0)  # latency: from the scheduler's start
-        if profile_dir is not None and sched.name == PY and a.py_spy:
-            profiler = Profiler(a.py_spy, sched.pid, profile_dir / f"{tag}.collapsed.txt")
-            time.sleep(0.5)
-        if not a.precreate:
-            cpu0 = stats.cpu_seconds()
-            t0 = time.monotonic()
-            threading.Thread(target=creator, daemon=True).start()
-        last = [0]
-
-        def tick() -> None:
-            alive_or_raise()
-            b = watch.count_bound(names)
-            say(
-                f"{prefix} {time.monotonic() - t0:4.0f}s created {len(sent)}/{len(names)} "
-                f"bound {b}/{len(names)} (+{b - last[0]}/s)"
-            )
-            last[0] = b
-
-        done = watch.wait(
-            lambda: created.is_set() and watch.count_bound(names) == len(names), a.timeout, tick
-        )
-        t_end = time.monotonic()
-        cpu1 = stats.cpu_seconds()
-        plane_cpu = {k: v.cpu_seconds() - plane0[k] for k, v in plane.items()}
-        bench_cpu = sum(os.times()[:2]) - bench0
-        if profiler is not None:
-            profiler.stop()
-        rss = stats.peak_rss_mb()
-        created.wait(30)
-        if create_errors:
-            raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
-        figures = _bind_figures(watch, names, sent, t0)
-        result.update(
-            complete=done,
-            nodes=len(env.nodes),
-            init_pods=len(init_names),
-            unschedulable_pods=len(unsched_names),
-            measured_pods=len(names),
-            bound=figures["bound"],
-            seconds=t_end - t0,
-            overall_pods_per_second=figures["overall_pods_per_second"],
-            throughput=figures["throughput"],
-            throughput_samples=figures["throughput_samples"],
-            timeline=figures["timeline"],
-            latency_ms=figures["latency_ms"],
-            cpu_seconds=cpu1 - cpu0,
-            cpu_seconds_total=cpu1,
-            peak_rss_mb=rss,
-            control_plane_cpu_seconds=plane_cpu,
-            bench_cpu_seconds=bench_cpu,
-            loadavg_1m_before=load0,
-            victims_deleted=sum(1 for n in init_names if n in watch.deleted),
-            max_pods_per_node=figures["max_pods_per_node"],
-            nodes_used=figures["nodes_used"],
-            watch_error=watch.error,
-        )
-        if profiler is not None:
-            result["profile"] = str(profiler.out)
-        thr = result["throughput"]
-        say(
-            f"{prefix} done: {result['bound']}/{len(names)} bound in {t_end - t0:.1f}s, "
-            f"throughput avg {thr['avg']:.1f} pods/s, latency p50 {result['latency_ms']['p50']:.0f} ms "
-            f"p99 {result['latency_ms']['p99']:.0f} ms, CPU {result['cpu_seconds']:.1f}s, RSS {rss:.0f} MB"
-            + ("" if done else "  ** TIMED OUT **")
+        _measure(
+            _Run(env, wl, make, tag, prefix, watch, dra, profile_dir),
+            live,
+            stats,
+            init_names,
+            unsched_names,
+            result,
         )
     except Exception as e:
         result["error"] = f"{type(e).__name__}: {e}"
         say(f"{prefix} FAILED: {result['error']}")
     finally:
-        if profiler is not None:
-            profiler.stop()
+        if live.profiler is not None:
+            live.profiler.stop()
         if dra is not None:
             dra.stop()
-        sched.stop()
+        live.sched.stop()
         watch.stop()
-    _finish_run(env, sched, result, prefix)
+    _finish_run(env, live.sched, result, prefix)
     return result
+
+
+@dataclass
+class _Run:
+    """One run's fixed parts: the workload, this run's scheduler factory, names and pod watch."""
+
+    env: Env
+    wl: Workload
+    make: Callable[[], Scheduler]
+    tag: str
+    prefix: str
+    watch: PodWatch
+    dra: DraRun | None
+    profile_dir: Path | None
+
+
+@dataclass
+class _Baseline:
+    """Readings taken just before the measured pods are created (or, with --precreate, before the
+    scheduler that finds them is started)."""
+
+    t0: float
+    cpu0: float
+    stats: ProcStats
+    plane: dict[str, ProcStats]
+    plane0: dict[str, float]
+    bench0: float
+    load0: float
+
+
+def _measure(
+    run: _Run,
+    live: _Live,
+    stats: ProcStats,
+    init_names: list[str],
+    unsched_names: list[str],
+    result: dict[str, Any],
+) -> None:
+    """Create the measured pods, wait until all are bound (or the timeout) and put the figures in
+    ``result``."""
+    env, a, watch, prefix = run.env, run.env.args, run.watch, run.prefix
+    names = [f"{run.tag}-m{k}" for k in range(run.wl.measured_pods)]
+    bodies = encode(run.wl.template, names)
+    if run.dra is not None:
+        run.dra.start(watch, names)  # steady state: measured pods deleted once bound
+    sent: dict[str, float] = {}
+    created = threading.Event()
+    create_errors: list[str] = []
+
+    def creator() -> None:
+        create_errors.extend(
+            post_objects(
+                env.endpoint,
+                f"/api/v1/namespaces/{NS}/pods",
+                bodies,
+                a.creators,
+                sent=sent,
+                rate=a.create_rate,
+            )
+        )
+        created.set()
+
+    if a.precreate:
+        # Scheduling alone: the measured pods exist before a fresh scheduler process starts.
+        live.sched = _precreate(env, live.sched, run.make, creator, create_errors, len(names), prefix)
+    base = _baseline(run, live, stats, creator)
+    if a.precreate:
+        sent.clear()
+        sent.update(dict.fromkeys(names, base.t0))  # latency: from the scheduler's start
+    last = [0]
+
+    def tick() -> None:
+        live.alive_or_raise()
+        b = watch.count_bound(names)
+        say(
+            f"{prefix} {time.monotonic() - base.t0:4.0f}s created {len(sent)}/{len(names)} "
+            f"bound {b}/{len(names)} (+{b - last[0]}/s)"
+        )
+        last[0] = b
+
+    done = watch.wait(lambda: created.is_set() and watch.count_bound(names) == len(names), a.timeout, tick)
+    t_end = time.monotonic()
+    cpu1 = base.stats.cpu_seconds()
+    plane_cpu = {k: v.cpu_seconds() - base.plane0[k] for k, v in base.plane.items()}
+    bench_cpu = sum(os.times()[:2]) - base.bench0
+    if live.profiler is not None:
+        live.profiler.stop()
+    rss = base.stats.peak_rss_mb()
+    created.wait(30)
+    if create_errors:
+        raise RuntimeError(f"creating measured pods: {create_errors[:3]}")
+    figures = _bind_figures(watch, names, sent, base.t0)
+    result.update(
+        complete=done,
+        nodes=len(env.nodes),
+        init_pods=len(init_names),
+        unschedulable_pods=len(unsched_names),
+        measured_pods=len(names),
+        bound=figures["bound"],
+        seconds=t_end - base.t0,
+        overall_pods_per_second=figures["overall_pods_per_second"],
+        throughput=figures["throughput"],
+        throughput_samples=figures["throughput_samples"],
+        timeline=figures["timeline"],
+        latency_ms=figures["latency_ms"],
+        cpu_seconds=cpu1 - base.cpu0,
+        cpu_seconds_total=cpu1,
+        peak_rss_mb=rss,
+        control_plane_cpu_seconds=plane_cpu,
+        bench_cpu_seconds=bench_cpu,
+        loadavg_1m_before=base.load0,
+        victims_deleted=sum(1 for n in init_names if n in watch.deleted),
+        max_pods_per_node=figures["max_pods_per_node"],
+        nodes_used=figures["nodes_used"],
+        watch_error=watch.error,
+    )
+    if live.profiler is not None:
+        result["profile"] = str(live.profiler.out)
+    thr = result["throughput"]
+    say(
+        f"{prefix} done: {result['bound']}/{len(names)} bound in {t_end - base.t0:.1f}s, "
+        f"throughput avg {thr['avg']:.1f} pods/s, latency p50 {result['latency_ms']['p50']:.0f} ms "
+        f"p99 {result['latency_ms']['p99']:.0f} ms, CPU {result['cpu_seconds']:.1f}s, RSS {rss:.0f} MB"
+        + ("" if done else "  ** TIMED OUT **")
+    )
+
+
+def _baseline(run: _Run, live: _Live, stats: ProcStats, creator: Callable[[], None]) -> _Baseline:
+    """The readings before the measured phase, then its start: with --precreate the fresh scheduler is
+    started (the pods exist already), otherwise the creator thread; the profiler attaches in between."""
+    a = run.env.args
+    plane = {p.name: ProcStats(p.popen.pid) for p in run.env.cluster.procs}
+    plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
+    bench0 = sum(os.times()[:2])
+    load0 = os.getloadavg()[0]
+    cpu0 = t0 = 0.0
+    if a.precreate:
+        t0 = time.monotonic()
+        live.sched.start()
+        stats = ProcStats(live.sched.pid)
+    if run.profile_dir is not None and live.sched.name == PY and a.py_spy:
+        live.profiler = Profiler(a.py_spy, live.sched.pid, run.profile_dir / f"{run.tag}.collapsed.txt")
+        time.sleep(0.5)
+    if not a.precreate:
+        cpu0 = stats.cpu_seconds()
+        t0 = time.monotonic()
+        threading.Thread(target=creator, daemon=True).start()
+    return _Baseline(t0, cpu0, stats, plane, plane0, bench0, load0)
 
 
 def _precreate(
@@ -865,7 +933,7 @@ def _summarise_profiles(results: dict[str, Any]) -> None:
                     say(f"  {share:6.1f}   {fn}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (to split, issue #22)
+def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     all_wls = workloads(a.nodes, a.pods)
@@ -897,56 +965,15 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (to split, iss
         say(
             f"control plane up in {time.monotonic() - t0:.1f}s ({cluster.server}, KWOK {'on' if a.kwok else 'off'})"
         )
-        endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
-        env = Env(cluster, endpoint, Conn(endpoint), [], a)
-        env.conn.json("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
-        for pc in priority_classes():
-            env.conn.json("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc, ok=(201, 409))
-        create_nodes(env, a.nodes)
-
-        ceiling = measure_bind_ceiling(env, a.pods)
-        say(
-            f"create ceiling: {ceiling.bindings} pods created in {ceiling.create_seconds:.1f}s by {ceiling.creators} "
-            f"creators, no scheduler running = {ceiling.create_per_second:,.0f}/s"
-        )
-        say(
-            f"bind ceiling: {ceiling.bindings} Bindings in {ceiling.seconds:.1f}s with {ceiling.threads} threads "
-            f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
-            f"{ceiling.with_events_per_second:,.0f} pods/s"
-        )
+        env = _prepare(cluster, a)
+        ceiling = _ceilings(env, a.pods)
 
         dra_wls = [all_wls[n] for n in chosen if all_wls[n].dra is not None]
         if dra_wls:  # devices on every node, the DeviceClass, the resourceclaim controller
             dra_cluster = DraCluster(env, NS)
             dra_cluster.start(dra_wls)
 
-        results: dict[str, Any] = {}
-        for name in chosen:
-            wl = all_wls[name]
-            say(
-                f"\n== {name}: {wl.init_pods} init, {wl.unschedulable_pods} unschedulable, "
-                f"{wl.measured_pods} measured pods"
-            )
-            runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
-            for rep in range(a.repeat):
-                order = scheds if rep % 2 == 0 else list(reversed(scheds))
-                for s in order:
-
-                    def make(s: str = s) -> Scheduler:
-                        if s == KUBE:
-                            return KubeScheduler(cluster, cpus=a.scheduler_cpus)
-                        return PyScheduler(cluster, a.py_log_level, cpus=a.scheduler_cpus)
-
-                    runs[s].append(run_one(env, wl, make, rep, profile_dir))
-            results[name] = {
-                "workload": {
-                    "init_pods": wl.init_pods,
-                    "measured_pods": wl.measured_pods,
-                    "unschedulable_pods": wl.unschedulable_pods,
-                    "notes": wl.notes,
-                },
-                "runs": runs,
-            }
+        results = {name: _run_workload(env, name, all_wls[name], scheds, profile_dir) for name in chosen}
         clean_namespace(env)
         for pc in priority_classes():
             env.conn.json(
@@ -961,18 +988,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (to split, iss
 
     say("\n" + "=" * 78)
     say(f"Results ({a.nodes} nodes; medians of {a.repeat} run(s); py/kube > 1 means pyscheduler is higher)")
-    summary = []
-    charts = []
-    for name, res in results.items():
-        res.update(report(name, all_wls[name], res["runs"], ceiling))
-        summary.append(f"{name}={fmt(res['ratio_py_over_kube']['throughput avg'], 2)}")
-        if not a.no_chart:
-            series = {s: res["runs"][s][0].get("timeline", []) for s in SCHEDULERS if res["runs"][s]}
-            png = out_path.with_name(f"{out_path.stem}-{name}.png")
-            with contextlib.suppress(Exception):
-                charts.append(
-                    str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series))
-                )
+    summary, charts = _summarise(a, all_wls, results, ceiling, out_path)
     if profile_dir is not None:
         _summarise_profiles(results)
     doc = {
@@ -993,6 +1009,85 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901 (to split, iss
         say(f"chart:   {c}")
     say(f"throughput ratio (pyscheduler/kube-scheduler): {' '.join(summary)}")
     return 0
+
+
+def _prepare(cluster: LocalCluster, a: argparse.Namespace) -> Env:
+    """The benchmark's namespace, priority classes and nodes on a started cluster."""
+    endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
+    env = Env(cluster, endpoint, Conn(endpoint), [], a)
+    env.conn.json("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+    for pc in priority_classes():
+        env.conn.json("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc, ok=(201, 409))
+    create_nodes(env, a.nodes)
+    return env
+
+
+def _ceilings(env: Env, pods: int) -> Ceiling:
+    """The API server's create and bind ceilings with no scheduler running, measured and printed."""
+    ceiling = measure_bind_ceiling(env, pods)
+    say(
+        f"create ceiling: {ceiling.bindings} pods created in {ceiling.create_seconds:.1f}s by {ceiling.creators} "
+        f"creators, no scheduler running = {ceiling.create_per_second:,.0f}/s"
+    )
+    say(
+        f"bind ceiling: {ceiling.bindings} Bindings in {ceiling.seconds:.1f}s with {ceiling.threads} threads "
+        f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
+        f"{ceiling.with_events_per_second:,.0f} pods/s"
+    )
+    return ceiling
+
+
+def _run_workload(
+    env: Env, name: str, wl: Workload, scheds: Sequence[str], profile_dir: Path | None
+) -> dict[str, Any]:
+    """``--repeat`` runs of one workload with each scheduler, the order alternating between repeats."""
+    a = env.args
+    say(
+        f"\n== {name}: {wl.init_pods} init, {wl.unschedulable_pods} unschedulable, {wl.measured_pods} measured pods"
+    )
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SCHEDULERS}
+    for rep in range(a.repeat):
+        order = scheds if rep % 2 == 0 else list(reversed(scheds))
+        for s in order:
+
+            def make(s: str = s) -> Scheduler:
+                if s == KUBE:
+                    return KubeScheduler(env.cluster, cpus=a.scheduler_cpus)
+                return PyScheduler(env.cluster, a.py_log_level, cpus=a.scheduler_cpus)
+
+            runs[s].append(run_one(env, wl, make, rep, profile_dir))
+    return {
+        "workload": {
+            "init_pods": wl.init_pods,
+            "measured_pods": wl.measured_pods,
+            "unschedulable_pods": wl.unschedulable_pods,
+            "notes": wl.notes,
+        },
+        "runs": runs,
+    }
+
+
+def _summarise(
+    a: argparse.Namespace,
+    all_wls: Mapping[str, Workload],
+    results: dict[str, Any],
+    ceiling: Ceiling,
+    out_path: Path,
+) -> tuple[list[str], list[str]]:
+    """Each workload's report (printed, and merged into its results); the ratio summary and the charts."""
+    summary = []
+    charts = []
+    for name, res in results.items():
+        res.update(report(name, all_wls[name], res["runs"], ceiling))
+        summary.append(f"{name}={fmt(res['ratio_py_over_kube']['throughput avg'], 2)}")
+        if not a.no_chart:
+            series = {s: res["runs"][s][0].get("timeline", []) for s in SCHEDULERS if res["runs"][s]}
+            png = out_path.with_name(f"{out_path.stem}-{name}.png")
+            with contextlib.suppress(Exception):
+                charts.append(
+                    str(chart.draw(png, f"{name}: pods bound per second ({a.nodes} nodes)", series))
+                )
+    return summary, charts
 
 
 if __name__ == "__main__":
