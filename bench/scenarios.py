@@ -1495,7 +1495,7 @@ add(
 # ---------------------------------------------------------------- pod-level resources and in-place resize
 # (PodLevelResources, beta and on by default since 1.34; InPlacePodVerticalScaling, GA). Existing pods
 # with a "status" get it written through the status subresource once KWOK has started them (see
-# bench/differential.py ScenarioRun.setup), as a kubelet resizing them would.
+# bench/differential/runner.py ScenarioRunner.setup), as a kubelet resizing them would.
 
 
 def pod_level(b: PodBuilder, **requests: str) -> PodBuilder:

@@ -14,9 +14,9 @@ from bench.differential import (
     PV_CONTROLLER,
     Outcome,
     ScenarioRunner,
-    _judge_one,
     allocated_devices,
     controllers_for,
+    judge_one,
     uses_dra,
 )
 from bench.scenarios import SCENARIOS, by_name
@@ -98,7 +98,7 @@ def test_pod_claims_resolve_direct_claims_templates_and_the_extended_resource_cl
     ],
 )
 def test_devices_are_compared_only_on_the_same_node(kube: Outcome, py: Outcome, want: bool | None) -> None:
-    r = _judge_one("s", "p", kube, py, None)
+    r = judge_one("s", "p", kube, py, None)
     assert r.devices is want
     assert r.disagrees() is (want is False or kube.node != py.node)
 
