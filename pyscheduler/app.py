@@ -5,13 +5,8 @@ Design
 ``build_scheduler`` turns a validated ``SchedulerConfig`` into a running system without doing any I/O
 itself (the ``Api`` is passed in). ``App.start()`` starts the watches (one for pods — all of them whose
 phase is neither Succeeded nor Failed —, one for nodes, one per other kind plugins read), waits for their
-first sync, then the scheduling thread. Watch events are routed like this:
-
-    pod, assigned (spec.nodeName set)            → cache (add/update/remove); wakes unschedulable pods
-    pod, unassigned, schedulerName is ours       → queue (add/update/delete)
-    pod, unassigned, another scheduler's         → ignored
-    node                                          → cache; wakes unschedulable pods (queueing hints)
-    PVC/PV/StorageClass/CSINode/PDB/Namespace/... → object store; wakes unschedulable pods
+first sync, then the scheduling thread. Watch events are routed to the cache, the queue and the object
+store by the handlers of ``event_handlers.py`` (pods, nodes, claims, other kinds), through ``App``.
 
 A pod the watch cannot parse (a malformed quantity, say) gets a FailedScheduling event and stays pending;
 the loop goes on.
@@ -36,6 +31,19 @@ from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.queue import SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.config import feature_gates
+from pyscheduler.event_handlers import (
+    ClaimHandler,
+    NodeHandler,
+    ObjectHandler,
+    PodHandler,
+    Timed,
+    claim_key,
+    kind_event_label,
+    name_key,
+    object_key,
+    pod_event_label,
+    uid_key,
+)
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
@@ -57,7 +65,6 @@ from pyscheduler.scheduler import Scheduler
 
 log = structlog.get_logger("pyscheduler.app")
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 # gc thresholds once the caches are synced (and frozen): the cycle allocates many short-lived objects
 DAEMON_GC_THRESHOLD = (50_000, 20, 100)
@@ -100,7 +107,6 @@ DRA_SYNC_HINT = (
 POD_GROUP_KINDS: dict[str, tuple[str, Resource | None]] = {
     "PodGroup": ("/apis/scheduling.k8s.io/v1alpha2/podgroups", Resource.POD_GROUP),
 }
-UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD, "UnscheduledPodAdd")
 
 
 # ------------------------------------------------------------------------------------------ writers
@@ -203,8 +209,8 @@ class App:
             self.api,
             "/api/v1/pods",
             Pod.from_dict,
-            _uid_key,
-            _Timed(_PodHandler(self), self.metrics, _pod_event_label(self)),
+            uid_key,
+            Timed(PodHandler(self), self.metrics, pod_event_label(self)),
             field_selector=POD_FIELD_SELECTOR,
             name="pods",
             on_malformed=self._on_malformed_pod,
@@ -213,8 +219,8 @@ class App:
             self.api,
             "/api/v1/nodes",
             Node.from_dict,
-            _name_key,
-            _Timed(_NodeHandler(self), self.metrics, _kind_event_label("Node")),
+            name_key,
+            Timed(NodeHandler(self), self.metrics, kind_event_label("Node")),
             name="nodes",
         )
         self.reflectors = [nodes, pods]
@@ -228,8 +234,8 @@ class App:
                     self.api,
                     DRA_CLAIMS_PATH,
                     ResourceClaim.from_dict,
-                    _claim_key,
-                    _Timed(_ClaimHandler(self), self.metrics, _kind_event_label("ResourceClaim")),
+                    claim_key,
+                    Timed(ClaimHandler(self), self.metrics, kind_event_label("ResourceClaim")),
                     name="ResourceClaim",
                 )
             )
@@ -239,8 +245,8 @@ class App:
                     self.api,
                     path,
                     slim,
-                    _obj_key,
-                    _Timed(_ObjectHandler(self, kind, resource), self.metrics, _kind_event_label(kind)),
+                    object_key,
+                    Timed(ObjectHandler(self, kind, resource), self.metrics, kind_event_label(kind)),
                     name=kind,
                 )
             )
@@ -353,230 +359,6 @@ class App:
             None,
             lambda p: p.priority <= priority,
         )
-
-
-class _Timed:
-    """An informer handler whose calls are timed into scheduler_event_handling_duration_seconds{event},
-    labelled as kube-scheduler labels the event (``label`` returns None for events kube does not handle,
-    such as another scheduler's pending pods)."""
-
-    def __init__(
-        self, inner: Any, metrics: SchedulerMetrics, label: Callable[[str, Any, Any], str | None]
-    ) -> None:
-        self.inner = inner
-        self.metrics = metrics
-        self.label = label
-
-    def on_add(self, obj: Any) -> None:
-        t = time.perf_counter()
-        self.inner.on_add(obj)
-        self._done("Add", None, obj, t)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        t = time.perf_counter()
-        self.inner.on_update(old, new)
-        self._done("Update", old, new, t)
-
-    def on_delete(self, obj: Any) -> None:
-        t = time.perf_counter()
-        self.inner.on_delete(obj)
-        self._done("Delete", obj, None, t)
-
-    def _done(self, action: str, old: Any, new: Any, t: float) -> None:
-        try:
-            label = self.label(action, old, new)
-            if label is not None:
-                self.metrics.event_handled(label, time.perf_counter() - t)
-        except Exception:  # a metric must never break an informer
-            log.debug("event metric failed", exc_info=True)
-
-
-def _kind_event_label(kind: str) -> Callable[[str, Any, Any], str | None]:
-    return lambda action, old, new: f"{kind}{action}"
-
-
-def _pod_event_label(app: App) -> Callable[[str, Any, Any], str | None]:
-    """kube's pod event labels: AssignedPod* for bound pods, UnschedulablePod* for our pending ones."""
-
-    def label(action: str, old: Pod | None, new: Pod | None) -> str | None:
-        if action == "Add":
-            assert new is not None
-            if new.node_name:
-                return "AssignedPodAdd"
-            return "UnschedulablePodAdd" if app.is_ours(new) else None
-        if action == "Delete":
-            assert old is not None
-            if old.node_name:
-                return "AssignedPodDelete"
-            return "UnschedulablePodDelete" if app.is_ours(old) else None
-        assert old is not None and new is not None
-        if new.node_name:
-            return "AssignedPodUpdate" if old.node_name else "AssignedPodAdd"
-        if app.is_ours(new):
-            return "UnschedulablePodUpdate"
-        return "UnschedulablePodDelete" if app.is_ours(old) else None
-
-    return label
-
-
-def _uid_key(p: Pod) -> str:
-    return p.uid
-
-
-def _name_key(n: Node) -> str:
-    return n.name
-
-
-def _obj_key(o: JSON) -> str:
-    meta = o.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-class _PodHandler:
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    def on_add(self, pod: Pod) -> None:
-        a = self.app
-        a.malformed.pop(pod.uid, None)
-        if pod.node_name:
-            a.cache.add_pod(pod)
-            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, pod)
-        elif a.is_ours(pod) and pod.phase not in TERMINAL_PHASES:
-            a.cache.add_pod_group_member(pod)
-            a.queue.add(pod)
-            if a.gang_scheduling:
-                # a new pod may complete a gang waiting in PreEnqueue (kube: any unscheduled pod's add is
-                # an event with the GangScheduling gate on)
-                a.move(UNSCHEDULED_POD_ADD, None, pod)
-
-    def on_update(self, old: Pod, new: Pod) -> None:
-        a = self.app
-        a.malformed.pop(new.uid, None)
-        if old.node_name and new.node_name:
-            a.cache.update_pod(old, new)
-            action = Action.UPDATE_OTHER
-            if old.labels != new.labels:
-                action = Action.UPDATE_POD_LABEL
-            elif new.requests.milli_cpu < old.requests.milli_cpu or new.requests.memory < old.requests.memory:
-                action = Action.UPDATE_POD_SCALE_DOWN
-            a.move(ClusterEvent(Resource.ASSIGNED_POD, action, "AssignedPodUpdate"), old, new)
-        elif new.node_name:
-            # bound (by us or anyone): out of the queue, into the cache
-            if a.is_ours(old):
-                a.queue.delete(old)
-            a.cache.add_pod(new)
-            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd"), None, new)
-        elif a.is_ours(new):
-            a.cache.update_pod_group_member(old, new)
-            a.queue.update(old, new)
-            if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
-                a.nomination_released(old)
-        elif a.is_ours(old):
-            a.cache.remove_pod_group_member(old)
-            a.queue.delete(old)
-
-    def on_delete(self, pod: Pod) -> None:
-        a = self.app
-        a.malformed.pop(pod.uid, None)
-        wp = a.waiting_pods.get(pod.uid)
-        if wp is not None:
-            wp.reject("", "pod deleted")
-        if pod.node_name:
-            a.cache.remove_pod(pod)
-            a.move(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete"), pod, None)
-        elif a.is_ours(pod):
-            a.cache.remove_pod_group_member(pod)
-            a.queue.delete(pod)
-            if pod.nominated_node_name:
-                a.nomination_released(pod)
-
-
-def _node_action(old: Node, new: Node) -> Action:
-    action = Action(0)
-    if old.allocatable != new.allocatable:
-        action |= Action.UPDATE_NODE_ALLOCATABLE
-    if old.labels != new.labels:
-        action |= Action.UPDATE_NODE_LABEL
-    if old.taints != new.taints or old.unschedulable != new.unschedulable:
-        action |= Action.UPDATE_NODE_TAINT
-    if old.annotations != new.annotations:
-        action |= Action.UPDATE_NODE_ANNOTATION
-    if old.images != new.images:
-        action |= Action.UPDATE_OTHER
-    if old.declared_features != new.declared_features:
-        action |= Action.UPDATE_NODE_DECLARED_FEATURE
-    return action
-
-
-class _NodeHandler:
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    def on_add(self, node: Node) -> None:
-        self.app.cache.add_node(node)
-        self.app.move(ClusterEvent(Resource.NODE, Action.ADD, "NodeAdd"), None, node)
-
-    def on_update(self, old: Node, new: Node) -> None:
-        action = _node_action(old, new)
-        if not action and old.uid == new.uid:
-            # A heartbeat (conditions' times, resourceVersion): nothing a plugin reads changed. Keeping
-            # the cached Node spares re-cloning its NodeInfo into the snapshot and keeps per-node caches
-            # (NodeTable.node_epoch) valid; KWOK sends one per node every ~20 s.
-            return
-        self.app.cache.update_node(old, new)
-        if action:
-            self.app.move(ClusterEvent(Resource.NODE, action, "NodeUpdate"), old, new)
-
-    def on_delete(self, node: Node) -> None:
-        self.app.cache.remove_node(node)
-
-
-def _claim_key(c: ResourceClaim) -> str:
-    return c.key
-
-
-class _ClaimHandler:
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    def on_add(self, claim: ResourceClaim) -> None:
-        self.app.claims.on_add(claim)
-        self.app.move(ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD, "ResourceClaimAdd"), None, claim)
-
-    def on_update(self, old: ResourceClaim, new: ResourceClaim) -> None:
-        self.app.claims.on_update(old, new)
-        self.app.move(
-            ClusterEvent(Resource.RESOURCE_CLAIM, Action.UPDATE_OTHER, "ResourceClaimUpdate"), old, new
-        )
-
-    def on_delete(self, claim: ResourceClaim) -> None:
-        self.app.claims.on_delete(claim)
-        self.app.move(
-            ClusterEvent(Resource.RESOURCE_CLAIM, Action.DELETE, "ResourceClaimDelete"), claim, None
-        )
-
-
-class _ObjectHandler:
-    def __init__(self, app: App, kind: str, resource: Resource | None) -> None:
-        self.app = app
-        self.kind = kind
-        self.resource = resource
-
-    def on_add(self, obj: JSON) -> None:
-        self.app.objects.put(self.kind, obj)
-        if self.resource is not None:
-            self.app.move(ClusterEvent(self.resource, Action.ADD, f"{self.kind}Add"), None, obj)
-
-    def on_update(self, old: JSON, new: JSON) -> None:
-        self.app.objects.put(self.kind, new)
-        if self.resource is not None:
-            self.app.move(ClusterEvent(self.resource, Action.UPDATE_OTHER, f"{self.kind}Update"), old, new)
-
-    def on_delete(self, obj: JSON) -> None:
-        self.app.objects.remove(self.kind, obj)
-        if self.resource is not None:
-            self.app.move(ClusterEvent(self.resource, Action.DELETE, f"{self.kind}Delete"), obj, None)
 
 
 def _plugin_args(profile: Any, name: str, extender_ignored: tuple[str, ...]) -> Any:

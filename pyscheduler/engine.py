@@ -5,7 +5,7 @@ Design
 ``Engine`` builds the app exactly as the daemon does (``pyscheduler.app.build_app``: the validated
 configuration, every plugin of each profile, the ``SchedulingQueue`` with the profile's QueueSort, the
 cache, snapshot and ``Scheduler``) and feeds it objects through the daemon's own watch handlers
-(``_PodHandler``, ``_NodeHandler``, ``_ObjectHandler``). What the daemon gets from other threads or from
+(``event_handlers``: ``PodHandler``, ``NodeHandler``, ``ObjectHandler``). What the daemon gets from other threads or from
 the API server is done here, in line and in a fixed order:
 
     daemon                                   engine
@@ -46,14 +46,11 @@ from pyscheduler.app import (
     OBJECT_KINDS,
     POD_GROUP_KINDS,
     App,
-    _ClaimHandler,
-    _NodeHandler,
-    _ObjectHandler,
-    _PodHandler,
     build_app,
 )
 from pyscheduler.config.load import load_config, parse_config
 from pyscheduler.config.parsing import parse_yaml
+from pyscheduler.event_handlers import ClaimHandler, NodeHandler, ObjectHandler, PodHandler
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.dra import ResourceClaim
@@ -272,8 +269,8 @@ class Engine:
         self.app.scheduler._binders = self._binds  # type: ignore[assignment]
         for fwk in self.app.profiles.values():
             self._instrument(fwk)
-        self._pod_handler = _PodHandler(self.app)
-        self._node_handler = _NodeHandler(self.app)
+        self._pod_handler = PodHandler(self.app)
+        self._node_handler = NodeHandler(self.app)
         self.default_scheduler_name = next(iter(self.app.profiles))
 
     # -------------------------------------------------------------------------------- inputs
@@ -300,12 +297,12 @@ class Engine:
         kinds = self._kinds()
         for kind, d in items:
             if kind == "ResourceClaim":
-                _ClaimHandler(self.app).on_add(ResourceClaim.from_dict(d))
+                ClaimHandler(self.app).on_add(ResourceClaim.from_dict(d))
                 continue
             if kind not in kinds:
                 names = ", ".join(sorted([*kinds, "ResourceClaim"]))
                 raise ValueError(f"unknown object kind {kind!r}; known: {names}")
-            _ObjectHandler(self.app, kind, kinds[kind][1]).on_add(d)
+            ObjectHandler(self.app, kind, kinds[kind][1]).on_add(d)
 
     def _kinds(self) -> dict[str, Any]:
         """The kinds the daemon would watch: DRA's, and PodGroups with the GenericWorkload gate on."""
@@ -505,7 +502,7 @@ class Engine:
             return
         merged = copy.deepcopy(dict(existing))
         _merge(merged, body)
-        _ObjectHandler(self.app, kind, kinds[kind][1]).on_update(dict(existing), merged)
+        ObjectHandler(self.app, kind, kinds[kind][1]).on_update(dict(existing), merged)
 
 
 def _merge(dst: JSON, patch: Mapping[str, Any]) -> None:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.app import App, _NodeHandler, _PodHandler, build_app
+from pyscheduler.app import App, build_app
 from pyscheduler.config.load import parse_config
+from pyscheduler.event_handlers import NodeHandler, PodHandler
 from pyscheduler.framework.types import MalformedObject, Pod
 from pyscheduler.plugins.registry import full_registry, plugin_extension_points
 from pyscheduler.testing.builders import make_node, make_pod
@@ -49,7 +50,7 @@ def app() -> App:
 
 
 def test_unassigned_pod_of_ours_is_queued_foreign_and_terminal_pods_are_not(app: App) -> None:
-    h = _PodHandler(app)
+    h = PodHandler(app)
     h.on_add(make_pod("ours").scheduler("py-scheduler").obj())
     h.on_add(make_pod("theirs").scheduler("default-scheduler").obj())
     h.on_add(make_pod("done").scheduler("py-scheduler").phase("Succeeded").obj())
@@ -58,8 +59,8 @@ def test_unassigned_pod_of_ours_is_queued_foreign_and_terminal_pods_are_not(app:
 
 
 def test_assigned_pods_go_to_the_cache_and_binding_removes_a_pod_from_the_queue(app: App) -> None:
-    _NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
-    h = _PodHandler(app)
+    NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    h = PodHandler(app)
     pending = make_pod("p").scheduler("py-scheduler").obj()
     h.on_add(pending)
     bound = make_pod("p").scheduler("py-scheduler").node("n1").obj()
@@ -93,7 +94,7 @@ def test_a_malformed_pod_of_ours_gets_failed_scheduling_once_and_the_loop_goes_o
 
 
 def test_a_node_heartbeat_leaves_the_cache_alone_but_a_label_change_reaches_the_snapshot(app: App) -> None:
-    h = _NodeHandler(app)
+    h = NodeHandler(app)
     n1 = make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).label("zone", "a").obj()
     h.on_add(n1)
     app.cache.update_snapshot(app.scheduler.snapshot)
@@ -116,7 +117,7 @@ def test_a_node_heartbeat_leaves_the_cache_alone_but_a_label_change_reaches_the_
 
 
 def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
-    from pyscheduler.app import _ClaimHandler
+    from pyscheduler.event_handlers import ClaimHandler
     from pyscheduler.framework.dra import ResourceClaim
 
     def claim(rv: int, allocated: bool) -> ResourceClaim:
@@ -138,7 +139,7 @@ def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
     assert (
         app.scheduler.profiles["py-scheduler"].handle.extra["claim_writer"] is None
     )  # NoApi cannot write claims
-    h = _ClaimHandler(app)
+    h = ClaimHandler(app)
     h.on_add(claim(1, False))
     h.on_update(claim(1, False), claim(2, True))
     assert app.claims.allocated_devices() == {("d", "p", "g0")}
@@ -149,14 +150,14 @@ def test_watched_claims_reach_the_tracker_shared_with_plugins(app: App) -> None:
 
 
 def test_a_node_declaring_a_feature_is_an_update_plugins_are_told_of(app: App) -> None:
-    from pyscheduler.app import _node_action
+    from pyscheduler.event_handlers import node_action
     from pyscheduler.framework.events import Action
 
-    h = _NodeHandler(app)
+    h = NodeHandler(app)
     n1 = make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj()
     h.on_add(n1)
     upgraded = dataclasses.replace(n1, declared_features=("RestartAllContainersOnContainerExits",))
-    assert _node_action(n1, upgraded) == Action.UPDATE_NODE_DECLARED_FEATURE
+    assert node_action(n1, upgraded) == Action.UPDATE_NODE_DECLARED_FEATURE
     h.on_update(n1, upgraded)
     app.cache.update_snapshot(app.scheduler.snapshot)
     info = app.scheduler.snapshot.get("n1")
@@ -218,7 +219,7 @@ def test_a_cluster_without_resource_k8s_io_v1_is_refused_with_a_hint() -> None:
 
 def _park(app: App, name: str, priority: int) -> None:
     """Queue a pending pod of ours and park it as NodeResourcesFit left it (Insufficient cpu)."""
-    _PodHandler(app).on_add(make_pod(name).scheduler("py-scheduler").priority(priority).req(cpu="2").obj())
+    PodHandler(app).on_add(make_pod(name).scheduler("py-scheduler").priority(priority).req(cpu="2").obj())
     qpi = app.queue.pop(0.1)
     assert qpi is not None and qpi.pod.name == name
     qpi.unschedulable_plugins = {"NodeResourcesFit"}
@@ -231,11 +232,11 @@ def test_a_lost_nomination_requeues_the_lower_and_equal_priority_pods_it_held_ba
 ) -> None:
     # kube-scheduler's updatePodInSchedulingQueue / deletePodFromSchedulingQueue: a nominated pending pod
     # counts on its node for pods of lower or equal priority; when its nomination goes, they retry at once
-    _NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
     _park(app, "low", 1)
     _park(app, "equal", 5)
     _park(app, "high", 10)
-    h = _PodHandler(app)
+    h = PodHandler(app)
     nominee = make_pod("nominee").scheduler("py-scheduler").priority(5).req(cpu="2").nominated("n1").obj()
     h.on_add(nominee)
     assert app.queue.pending_pods() == {"active": 1, "backoff": 0, "unschedulable": 3, "gated": 0}
@@ -251,7 +252,7 @@ def test_a_lost_nomination_requeues_the_lower_and_equal_priority_pods_it_held_ba
 
 def test_an_unchanged_nomination_requeues_nobody(app: App) -> None:
     _park(app, "low", 1)
-    h = _PodHandler(app)
+    h = PodHandler(app)
     nominee = make_pod("nominee").scheduler("py-scheduler").priority(5).nominated("n1").obj()
     h.on_add(nominee)
     h.on_update(nominee, dataclasses.replace(nominee, labels={"a": "b"}))

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyscheduler.app import App, _NodeHandler, _PodHandler, build_app
+from pyscheduler.app import App, build_app
 from pyscheduler.config.load import parse_config
+from pyscheduler.event_handlers import NodeHandler, PodHandler
 from pyscheduler.framework.types import MalformedObject, Node, Pod
 from pyscheduler.plugins.registry import full_registry, plugin_extension_points
 from pyscheduler.testing.builders import make_node, make_pod
@@ -110,21 +111,21 @@ def test_any_pod_and_node_json_never_breaks_a_cycle(app: App, node: Any, pod: An
     except MalformedObject:
         n = None
     if n is not None:
-        _NodeHandler(app).on_add(n)
+        NodeHandler(app).on_add(n)
     try:
         p = Pod.from_dict(pod) if isinstance(pod, dict) else None
     except MalformedObject as e:
         p = None
         app._on_malformed_pod(pod, e)  # reported, not fatal
     if p is not None:
-        _PodHandler(app).on_add(p)
+        PodHandler(app).on_add(p)
     while app.scheduler.schedule_one(pop_timeout=0):
         CYCLES[0] += 1
     # Clean up so examples stay independent.
     if p is not None:
-        _PodHandler(app).on_delete(p)
+        PodHandler(app).on_delete(p)
     if n is not None:
-        _NodeHandler(app).on_delete(n)
+        NodeHandler(app).on_delete(n)
 
 
 def test_the_fuzz_ran_real_cycles() -> None:
