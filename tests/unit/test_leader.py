@@ -392,7 +392,7 @@ def test_unreachable_api_while_following_is_retried() -> None:
 
 def test_timings_must_be_ordered() -> None:
     for lease, renew, retry in ((10, 10, 2), (15, 10, 10), (15, 10, 0)):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="leaseDuration > renewDeadline > retryPeriod > 0"):
             LeaderElector(FakeLeaseApi(), lease_duration=lease, renew_deadline=renew, retry_period=retry)
 
 

@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from importlib.metadata import Distribution, EntryPoints
 from pathlib import Path
 from typing import Any
@@ -118,11 +118,11 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Install:
 
 
 @pytest.fixture
-def fake_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+def fake_module(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     """An importable module ``fake_plugins`` for entry points to point at."""
     module = types.ModuleType("fake_plugins")
     monkeypatch.setitem(sys.modules, "fake_plugins", module)
-    yield module
+    return module
 
 
 # ------------------------------------------------------------------------------ the registry

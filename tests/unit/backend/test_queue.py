@@ -325,7 +325,7 @@ def test_zero_initial_backoff_requeues_straight_to_active() -> None:
 
 
 def test_negative_durations_rejected() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="durations must be >= 0"):
         SchedulingQueue(priority_less, FakeClock(), initial_backoff=-1)
 
 

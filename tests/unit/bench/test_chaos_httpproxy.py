@@ -38,12 +38,15 @@ def test_rules_match_method_path_and_count_and_never_hold_or_swallow_a_watch() -
 
 
 @pytest.mark.parametrize(
-    "spec",
-    [{"status": 404}, {"status": 500, "when": "later"}, {"fraction": 0.5}],
-    ids=["status", "when", "empty"],
+    ("spec", "message"),
+    [
+        pytest.param({"status": 404}, "status must be one of", id="status"),
+        pytest.param({"status": 500, "when": "later"}, "when must be", id="when"),
+        pytest.param({"fraction": 0.5}, "needs a status or a delay", id="empty"),
+    ],
 )
-def test_a_bad_rule_is_refused(spec: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_a_bad_rule_is_refused(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         Rule.parse(spec)
 
 

@@ -466,7 +466,7 @@ def test_patch_kinds_and_types() -> None:
     assert pool.calls[0]["headers"]["Content-Type"] == "application/merge-patch+json"
     api.patch("Pod", "ns", "p", [{"op": "remove", "path": "/x"}], patch_type="json")
     assert pool.calls[1]["headers"]["Content-Type"] == "application/json-patch+json"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown patch type 'yaml'"):
         api.patch("Pod", "ns", "p", {}, patch_type="yaml")
 
 

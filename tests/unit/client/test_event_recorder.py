@@ -73,7 +73,7 @@ def test_note_is_cut_to_1024_bytes() -> None:
 
 
 def test_event_type_is_validated() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="event type must be Normal or Warning"):
         event_body(POD, "Info", "r", "a", "n", reporting_controller="c", reporting_instance="i", now=T)
 
 

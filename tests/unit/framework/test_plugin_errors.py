@@ -322,7 +322,7 @@ def test_rate_limiter_lets_one_through_per_period_and_counts_the_rest() -> None:
     for k in "cdefgh":  # more keys than it keeps: memory stays bounded, new keys still get through
         assert rl.allow(k) == 0
     assert len(rl._last) <= 4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="period must be positive"):
         RateLimiter(clock, period=0)
 
 

@@ -58,7 +58,7 @@ Poster = Callable[[str, bytes, float], None]
 
 @dataclass(frozen=True)
 class BindingNotifierArgs:
-    webhookURL: str = ""  # camelCase: the config key users write is "webhookURL"
+    webhookURL: str = ""  # noqa: N815 (camelCase: the config key users write is "webhookURL")
     timeout_seconds: float = 2.0
     queue_size: int = 1000
 
