@@ -26,6 +26,9 @@ phase and peak RSS. Once per cluster: the API server's Binding ceiling (N thread
 pre-created pending pods). Output: a table per workload, one summary line, a JSON file under
 bench/results/ and a PNG chart per workload. ``--profile`` samples pyscheduler with py-spy during the
 measured phase and prints its hottest functions (those runs are slowed by the sampling).
+
+The scheduler processes and the profiler are in ``bench/processes.py``, the tables and the JSON file's
+machine and commit records in ``bench/report.py``; this module runs the benchmark.
 """
 
 from __future__ import annotations
@@ -33,21 +36,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import math
 import os
-import platform
-import re
-import shutil
 import signal
-import ssl
-import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,237 +63,42 @@ from bench.measure import (
     throughput_samples,
     timeline,
 )
-from bench.workloads import SCHEDULER_NAME, Workload, node, pod, priority_classes, workloads
-from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster, free_port
-from pyscheduler.testing.daemon import SchedulerProcess
+from bench.processes import (
+    KUBE,
+    PY,
+    SCHEDULERS,
+    KubeScheduler,
+    Profiler,
+    PyScheduler,
+    Scheduler,
+    profile_summary,
+)
+from bench.report import (
+    REPO,
+    find_py_spy,
+    fmt,
+    git_info,
+    machine_info,
+    report,
+    results_path,
+    say,
+)
+from bench.workloads import Workload, node, pod, priority_classes, workloads
+from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster
 
-REPO = Path(__file__).resolve().parents[1]
+__all__ = [
+    "KUBE",
+    "PY",
+    "SCHEDULERS",
+    "KubeScheduler",
+    "PyScheduler",
+    "Scheduler",
+    "git_info",
+    "machine_info",
+]
+
 RESULTS = REPO / "bench" / "results"
 NS = "bench"
-KUBE = "kube-scheduler"
-PY = "pyscheduler"
-SCHEDULERS = (KUBE, PY)
-QPS = 5000
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def _pdeathsig() -> None:  # in the child between fork and exec: die with the benchmark
-    with contextlib.suppress(OSError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-
-
-# ------------------------------------------------------------------------------------------ schedulers
-
-
-class KubeScheduler:
-    """The real kube-scheduler 1.36 binary, configured like pyscheduler."""
-
-    name = KUBE
-
-    def __init__(self, cluster: LocalCluster, extra_args: Sequence[str] = (), cpus: str = "") -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-kube-scheduler-"))
-        config = {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": str(cluster.kubeconfig), "qps": QPS, "burst": QPS},
-            "leaderElection": {"leaderElect": False},
-            "profiles": [{"schedulerName": SCHEDULER_NAME}],
-        }
-        (self.dir / "config.yaml").write_text(json.dumps(config))
-        self.port = free_port()
-        self.log = self.dir / "kube-scheduler.log"
-        self.argv = [
-            cluster.binary("kube-scheduler"),
-            f"--config={self.dir / 'config.yaml'}",
-            f"--secure-port={self.port}",
-            "--bind-address=127.0.0.1",
-            f"--cert-dir={self.dir}",  # self-signed serving certificate
-            "--v=0",
-            *extra_args,
-        ]
-        self.argv = pinned(self.argv, cpus)
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, timeout: float = 60.0) -> None:
-        with open(self.log, "ab") as f:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_pdeathsig,
-            )
-        ctx = ssl._create_unverified_context()  # its own self-signed loopback certificate
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", timeout=1, context=ctx) as r,
-            ):
-                if r.status == 200:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"kube-scheduler not ready after {timeout}s:\n{self.log_tail()}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-
-    def log_tail(self, n: int = 30) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log.exists() else ""
-
-    @property
-    def log_dir(self) -> Path:
-        return self.dir
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class PyScheduler:
-    """``pyscheduler run`` through SchedulerProcess, configured like kube-scheduler."""
-
-    name = PY
-
-    def __init__(self, cluster: LocalCluster, log_level: str = "info", cpus: str = "") -> None:
-        config = {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"qps": QPS, "burst": QPS},
-            "leaderElection": {"leaderElect": False},
-            "profiles": [{"schedulerName": SCHEDULER_NAME}],
-        }
-        # SchedulerProcess logs at debug for tests; the later --log-level wins (kube-scheduler runs at -v=0).
-        self.sp = SchedulerProcess(
-            cluster.kubeconfig, config, extra_args=(f"--log-level={log_level}",), name="bench-pyscheduler"
-        )
-        self.sp.argv = pinned(self.sp.argv, cpus)
-
-    @property
-    def pid(self) -> int:
-        assert self.sp.proc is not None
-        return self.sp.proc.pid
-
-    def start(self, timeout: float = 120.0) -> None:
-        self.sp.start(wait_ready=timeout)
-
-    def alive(self) -> bool:
-        return self.sp.alive()
-
-    def stop(self) -> None:
-        self.sp.stop(timeout=15)
-
-    def log_tail(self, n: int = 30) -> str:
-        return self.sp.log_tail(n)
-
-    @property
-    def log_dir(self) -> Path:
-        return self.sp.dir
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.sp.dir, ignore_errors=True)
-
-
-Scheduler = KubeScheduler | PyScheduler
-
-
-def pinned(argv: list[str], cpus: str) -> list[str]:
-    """``argv`` run on the CPUs listed (``taskset -c``: the process, its threads and its children, such as
-    pyscheduler's HTTP worker, inherit the set); unchanged when ``cpus`` is empty."""
-    if not cpus:
-        return argv
-    taskset = shutil.which("taskset")
-    if taskset is None:
-        raise SystemExit("--scheduler-cpus needs taskset (util-linux)")
-    return [taskset, "-c", cpus, *argv]
-
-
-class Profiler:
-    """py-spy sampling one process into collapsed stacks (``--format raw``), non-blocking."""
-
-    def __init__(self, py_spy: str, pid: int, out: Path, rate: int = 200) -> None:
-        self.out = out
-        self.proc = subprocess.Popen(
-            [
-                py_spy,
-                "record",
-                "--pid",
-                str(pid),
-                "--rate",
-                str(rate),
-                "--format",
-                "raw",
-                "--nonblocking",
-                "--gil",
-                "--threads",
-                "--output",
-                str(out),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
-_LINE = re.compile(r":\d+\)$")
-_THREAD_ID = re.compile(r" \(\d+\)|(?<=_)\d+$")
-
-
-def profile_summary(collapsed: Path, top: int = 25) -> dict[str, Any]:
-    """Self and inclusive sample shares per function (line numbers folded) from py-spy's collapsed stacks."""
-    self_c: Counter[str] = Counter()
-    incl: Counter[str] = Counter()
-    threads: Counter[str] = Counter()
-    total = 0
-    for line in collapsed.read_text(errors="replace").splitlines():
-        stack, _, n_s = line.rpartition(" ")
-        if not stack or not n_s.isdigit():
-            continue
-        n = int(n_s)
-        frames = stack.split(";")
-        total += n
-        threads[_THREAD_ID.sub("", frames[0])] += n
-        fns = [_LINE.sub(")", f.strip()) for f in frames[1:] if f.strip()]
-        if fns:
-            self_c[fns[-1]] += n
-        for f in set(fns):
-            incl[f] += n
-
-    def table(c: Counter[str]) -> list[tuple[str, float]]:
-        return [(f, 100.0 * n / total) for f, n in c.most_common(top)] if total else []
-
-    return {"samples": total, "self": table(self_c), "inclusive": table(incl), "threads": table(threads)}
 
 
 # ------------------------------------------------------------------------------------------ benchmark
@@ -701,141 +499,6 @@ def _bind_figures(watch: PodWatch, names: list[str], sent: dict[str, float], t0:
         "max_pods_per_node": max(per_node.values(), default=0),
         "nodes_used": len(per_node),
     }
-
-
-# ------------------------------------------------------------------------------------------ report
-
-FIGURES: list[tuple[str, str, Callable[[dict[str, Any]], float]]] = [
-    ("throughput avg", "pods/s", lambda r: r["throughput"]["avg"]),
-    ("throughput p50", "pods/s", lambda r: r["throughput"]["p50"]),
-    ("throughput p90", "pods/s", lambda r: r["throughput"]["p90"]),
-    ("throughput p99", "pods/s", lambda r: r["throughput"]["p99"]),
-    ("overall rate", "pods/s", lambda r: r["overall_pods_per_second"]),
-    ("latency p50", "ms", lambda r: r["latency_ms"]["p50"]),
-    ("latency p90", "ms", lambda r: r["latency_ms"]["p90"]),
-    ("latency p99", "ms", lambda r: r["latency_ms"]["p99"]),
-    ("CPU (measured phase)", "s", lambda r: r["cpu_seconds"]),
-    ("CPU per pod", "ms/pod", lambda r: 1000.0 * r["cpu_seconds"] / max(1, r["bound"])),
-    ("cores used", "cores", lambda r: r["cpu_seconds"] / r["seconds"] if r["seconds"] else math.nan),
-    ("peak RSS", "MB", lambda r: r["peak_rss_mb"]),
-    ("apiserver CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan)),
-    ("etcd CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("etcd", math.nan)),
-]
-
-
-def medians(runs: list[dict[str, Any]]) -> dict[str, float]:
-    ok = [r for r in runs if "error" not in r]
-    out: dict[str, float] = {}
-    for label, _unit, fn in FIGURES:
-        vals = [fn(r) for r in ok]
-        vals = [v for v in vals if not math.isnan(v)]
-        out[label] = statistics.median(vals) if vals else math.nan
-    return out
-
-
-def ratio(py: float, kube: float) -> float:
-    return py / kube if kube and not math.isnan(kube) and not math.isnan(py) else math.nan
-
-
-def fmt(v: float, digits: int = 1) -> str:
-    return "-" if math.isnan(v) else f"{v:,.{digits}f}"
-
-
-def report(
-    name: str, wl: Workload, runs: dict[str, list[dict[str, Any]]], ceiling: Ceiling
-) -> dict[str, Any]:
-    med = {s: medians(runs.get(s, [])) for s in SCHEDULERS}
-    rat = {label: ratio(med[PY][label], med[KUBE][label]) for label, _, _ in FIGURES}
-    say("")
-    say(
-        f"{name}: {wl.init_pods} init pods, {wl.measured_pods} measured pods"
-        + (f", {wl.unschedulable_pods} unschedulable pods" if wl.unschedulable_pods else "")
-        + (f"  ({wl.notes})" if wl.notes else "")
-    )
-    say(f"  {'figure':<24}{'kube-scheduler':>16}{'pyscheduler':>14}{'py/kube':>10}")
-    for label, unit, _ in FIGURES:
-        digits = 0 if unit in ("ms", "MB") else (2 if unit in ("s", "ms/pod", "cores") else 1)
-        say(
-            f"  {label + ' (' + unit + ')':<24}{fmt(med[KUBE][label], digits):>16}{fmt(med[PY][label], digits):>14}"
-            f"{fmt(rat[label], 2):>10}"
-        )
-    pct = {s: 100.0 * med[s]["throughput avg"] / ceiling.per_second for s in SCHEDULERS}
-    say(
-        f"  bind ceiling {ceiling.per_second:,.0f} bindings/s ({ceiling.threads} threads): "
-        f"pyscheduler at {fmt(pct[PY])}% of it, kube-scheduler at {fmt(pct[KUBE])}%"
-    )
-    say(
-        f"  (pod creation alone, no scheduler: {ceiling.create_per_second:,.0f} pods/s with {ceiling.creators} creators)"
-    )
-    pct_ev = {s: 100.0 * med[s]["throughput avg"] / ceiling.with_events_per_second for s in SCHEDULERS}
-    say(
-        f"  Binding + Scheduled event ceiling {ceiling.with_events_per_second:,.0f} pods/s: "
-        f"pyscheduler at {fmt(pct_ev[PY])}% of it, kube-scheduler at {fmt(pct_ev[KUBE])}%"
-    )
-    for s in SCHEDULERS:
-        for r in runs.get(s, []):
-            if "error" in r:
-                say(f"  {s} run #{r['repeat'] + 1} failed: {r['error'][:300]}")
-            elif not r["complete"]:
-                say(f"  {s} run #{r['repeat'] + 1} timed out: {r['bound']}/{r['measured_pods']} bound")
-            elif r.get("victims_deleted"):
-                say(f"  {s} run #{r['repeat'] + 1}: {r['victims_deleted']} preemption victims deleted")
-    return {
-        "median": med,
-        "ratio_py_over_kube": rat,
-        "percent_of_bind_ceiling": pct,
-        "percent_of_bind_with_events_ceiling": pct_ev,
-    }
-
-
-def machine_info() -> dict[str, Any]:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem = ""
-    with contextlib.suppress(OSError):
-        mem = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()
-    return {
-        "cpu_model": model,
-        "cpus": os.cpu_count(),
-        "memory": mem,
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "loadavg": os.getloadavg(),
-    }
-
-
-def git_info() -> dict[str, Any]:
-    def git(*a: str) -> str:
-        p = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True, check=False)
-        return p.stdout.strip()
-
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-    }
-
-
-def results_path(out_dir: Path, nodes: int) -> Path:
-    stem = f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d')}-{nodes}"
-    path = out_dir / f"{stem}.json"
-    k = 2
-    while path.exists():
-        path = out_dir / f"{stem}-{k}.json"
-        k += 1
-    return path
-
-
-def find_py_spy(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    for cand in (shutil.which("py-spy"), "/tmp/pyspy-venv/bin/py-spy"):
-        if cand and Path(cand).exists():
-            return cand
-    return None
 
 
 # ------------------------------------------------------------------------------------------ main
