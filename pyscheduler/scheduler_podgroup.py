@@ -39,6 +39,7 @@ from pyscheduler.backend.queue import QueuedPodInfo
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.podgroup import (
+    POD_GROUP_CYCLE_KEY,
     Placement,
     PodGroupAssignments,
     PodGroupInfo,
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("pyscheduler.scheduler")
 
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
-# CycleState key marking a pod's cycle as part of a pod group cycle (kube's IsPodGroupSchedulingCycle)
-POD_GROUP_CYCLE_KEY = "pyscheduler/pod-group-cycle"
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
 
 

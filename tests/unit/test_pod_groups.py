@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from pyscheduler.config import feature_gates
-from pyscheduler.engine import Engine
+from pyscheduler.engine import MAX_ROUNDS, Engine
+from pyscheduler.framework.events import Action, ClusterEvent, Resource
 from pyscheduler.testing import make_node, make_pod, make_pod_group
 
 GANG = "GenericWorkload=true,GangScheduling=true"
 ALL = GANG + ",TopologyAwareWorkloadScheduling=true"
 ZONE = "topology.kubernetes.io/zone"
+NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD)
 WAIT_MSG = (
     "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
     "one or more plugins asked to wait and no plugin rejected pod"
@@ -67,6 +69,39 @@ def test_a_gang_that_cannot_fit_leaves_nothing_bound() -> None:
     assert engine.app.cache.assumed_pod_count() == 0 and not list(engine.app.waiting_pods)
     cond = _condition(engine, "pg")
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+
+
+def test_a_gang_that_cannot_fit_is_retried_at_backoff_pace_with_pop_from_backoff_on() -> None:
+    # SchedulerPopFromBackoffQ stays on with the gang gates: an idle queue hands out a pod still backing
+    # off. The gang's members must not come straight back (the run would never end): the pod no node
+    # fits waits in the unschedulable pool for an event, the waiting ones back off as kube's do
+    nodes = [_node("n1", "2"), _node("n2", "2"), _node("n3", "1")]
+    pods = [_member("p1", host="n1"), _member("p2", host="n2"), _member("p3", cpu="2", host="n3")]
+    engine, r = _run(GANG, nodes, [make_pod_group("pg", min_count=3)], pods)
+    q = engine.app.queue
+    assert [v.node for v in r.values()] == [None, None, None]
+    where = {queue: sorted(p.name for p in pods) for queue, pods in q.pending_pod_list().items() if pods}
+    assert where == {"backoff": ["p1", "p2"], "unschedulable": ["p3"]}
+    labels = {"result": "unschedulable", "profile": engine.default_scheduler_name}
+    attempts = engine.app.metrics.registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels)
+    assert attempts is not None and 1 <= attempts <= MAX_ROUNDS
+
+
+def test_an_idle_queue_pops_from_backoff_q_with_the_gang_gates_on() -> None:
+    # a pod some plugin rejected while an event it registered for arrived backs off, and an idle queue
+    # hands it out at once (kube's SchedulerPopFromBackoffQ), gangs on or off
+    for gates in (GANG, ""):
+        with feature_gates.overridden(gates):
+            engine = Engine(seed=1)
+        q = engine.app.queue
+        q.add(make_pod("solo").req(cpu="1").obj())
+        qpi = q.pop(0)
+        assert qpi is not None and qpi.pod.name == "solo"
+        q.move_all_to_active_or_backoff(NODE_ADD, None, _node("n1", "2").obj())
+        qpi.unschedulable_plugins = {"NodeResourcesFit"}
+        q.add_unschedulable_if_not_present(qpi)
+        assert q.where(qpi.uid) == "backoff"
+        assert q.pop(0) is qpi, gates
 
 
 def test_min_count_is_what_must_fit() -> None:
