@@ -83,7 +83,9 @@ def test_a_gang_that_cannot_fit_is_retried_at_backoff_pace_with_pop_from_backoff
     where = {queue: sorted(p.name for p in pods) for queue, pods in q.pending_pod_list().items() if pods}
     assert where == {"backoff": ["p1", "p2"], "unschedulable": ["p3"]}
     labels = {"result": "unschedulable", "profile": engine.default_scheduler_name}
-    attempts = engine.app.metrics.registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels)
+    attempts = engine.app.metrics.registry.get_sample_value(
+        "scheduler_podgroup_schedule_attempts_total", labels
+    )
     assert attempts is not None and 1 <= attempts <= MAX_ROUNDS
 
 
