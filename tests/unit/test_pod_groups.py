@@ -134,6 +134,63 @@ def test_a_gang_waits_in_pre_enqueue_for_its_members_and_its_pod_group() -> None
     }
 
 
+def _preemption_run(min_count: int, members: list[Any]) -> tuple[Engine, Any, list[tuple[str, ...]]]:
+    """Two 2-CPU nodes, each full with a priority-0 pod; the members come with priority 100."""
+    nodes = [_node("n1", "2"), _node("n2", "2")]
+    victims = [make_pod(f"v{i}").req(cpu="2").node(f"n{i}").created(1000 + i) for i in (1, 2)]
+    conditions: list[tuple[str, ...]] = []
+    with feature_gates.overridden(GANG):
+        engine = Engine(seed=1)
+        engine.add_nodes(nodes)
+        engine.add_objects({"PodGroup": [make_pod_group("pg", min_count=min_count)]})
+        engine.add_pods(victims)
+        writer: Any = engine.app.scheduler.status_writer
+        write = writer.pod_group_condition
+
+        def seen(*args: Any) -> None:
+            conditions.append(args[3:])
+            write(*args)
+
+        writer.pod_group_condition = seen
+        results = engine.schedule([m.priority(100) for m in members], max_rounds=3)
+    return engine, results, conditions
+
+
+def test_a_gang_that_must_preempt_waits_for_its_preemptions_then_binds_whole() -> None:
+    # kube 1.36: the first member preempts on one node and is assumed there; the second sees it, so it
+    # preempts on the other node; the gang is feasible once the victims are gone: nothing is bound in
+    # that cycle ("waiting for preemption"), everything in the next
+    engine, r, conditions = _preemption_run(2, [_member("p1", cpu="2"), _member("p2", cpu="2")])
+    assert {r["default/p1"].node, r["default/p2"].node} == {"n1", "n2"}
+    assert {r["default/v1"].preempted_by, r["default/v2"].preempted_by} == {"default/p1", "default/p2"}
+    assert conditions == [
+        (
+            "False",
+            "Unschedulable",
+            "pod group is unschedulable, pod group is waiting for preemption to complete",
+        ),
+        ("True", "Scheduled", ""),
+    ]
+    m = engine.app.metrics.registry
+    for result, count in (("waiting_on_preemption", 1.0), ("scheduled", 1.0), ("unschedulable", None)):
+        labels = {"result": result, "profile": engine.default_scheduler_name}
+        assert m.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) == count, result
+
+
+def test_a_gang_that_does_not_fit_even_with_preemption_binds_nothing() -> None:
+    # p3 fits no node, preemption or not: the gang stays unbound and the members that preempted say
+    # what they wait for, nominated nowhere (their victims are evicted all the same, as in kube 1.36
+    # without workload-aware preemption)
+    members = [_member("p1", cpu="2"), _member("p2", cpu="2"), _member("p3", cpu="3")]
+    engine, r, conditions = _preemption_run(3, members)
+    assert [r[f"default/p{i}"].node for i in (1, 2, 3)] == [None, None, None]
+    assert r["default/p1"].message == WAIT_MSG and r["default/p2"].message == WAIT_MSG
+    assert not engine.app.queue.nominated_node_names()
+    assert conditions and all(
+        c == ("False", "Unschedulable", "pod group is unschedulable") for c in conditions
+    )
+
+
 def test_topology_packs_the_group_into_the_one_zone_it_fits() -> None:
     # zone a, which the pods prefer: two nodes of one pod each (2 < 3); zone b: one node for all three
     nodes = [_node("a1", "1", "a"), _node("a2", "1", "a"), _node("b1", "3", "b")]
