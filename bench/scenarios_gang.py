@@ -14,11 +14,19 @@ priorities the node each member preempts on. Registered from ``bench/scenarios.p
 
 from __future__ import annotations
 
-from bench.scenarios import HOST, PCS, ZONE, Scenario, bound, node, pod, prio, scenario
+from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, priority_class, scenario
 from pyscheduler.testing.builders import PodBuilder, make_pod_group
 
 GANG_PLUGINS = ("GangScheduling",)
 PREEMPT_PLUGINS = ("GangScheduling", "DefaultPreemption")
+# the preemption scenarios' PriorityClasses (bench/scenarios.py's names and values)
+PRIORITY_CLASSES = [priority_class(f"diff-p{v}", v) for v in (100, 200, 1000, 2000)]
+
+
+def prio(b: PodBuilder, cls: str) -> PodBuilder:
+    return b.priority_class(cls)
+
+
 TOPOLOGY_PLUGINS = ("GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")
 
 
@@ -92,7 +100,7 @@ GANG_SCENARIOS: list[Scenario] = [
             bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
             bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
         ],
-        objects=[*PCS, pod_group(min_count=2)],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
         batch=[
             prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
@@ -105,7 +113,7 @@ GANG_SCENARIOS: list[Scenario] = [
         PREEMPT_PLUGINS,
         [node("n1", "2"), node("n2", "2")],
         existing=[bound(prio(pod("v100", cpu="2"), "diff-p100"), "n2")],
-        objects=[*PCS, pod_group(min_count=2)],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
         batch=[
             prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
@@ -121,7 +129,7 @@ GANG_SCENARIOS: list[Scenario] = [
             bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
             bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
         ],
-        objects=[*PCS, pod_group(min_count=3)],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=3)],
         batch=[
             prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
