@@ -8,15 +8,25 @@ the scheduler starts, so the whole group is pending at once.
 
 Every decision is unique (batch pods get no score-tie judging, and kube orders a group's pods partly by
 Go map iteration): pods are pinned to their node by ``kubernetes.io/hostname``, or the group has one
-possible node. Registered from ``bench/scenarios.py`` (its last lines).
+possible node, or (the preemption scenarios) the members' priorities fix their order and the victims'
+priorities the node each member preempts on. Registered from ``bench/scenarios.py`` (its last lines).
 """
 
 from __future__ import annotations
 
-from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, scenario
+from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, priority_class, scenario
 from pyscheduler.testing.builders import PodBuilder, make_pod_group
 
 GANG_PLUGINS = ("GangScheduling",)
+PREEMPT_PLUGINS = ("GangScheduling", "DefaultPreemption")
+# the preemption scenarios' PriorityClasses (bench/scenarios.py's names and values)
+PRIORITY_CLASSES = [priority_class(f"diff-p{v}", v) for v in (100, 200, 1000, 2000)]
+
+
+def prio(b: PodBuilder, cls: str) -> PodBuilder:
+    return b.priority_class(cls)
+
+
 TOPOLOGY_PLUGINS = ("GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")
 
 
@@ -24,6 +34,13 @@ def member(name: str, cpu: str, group: str = "pg", host: str = "") -> PodBuilder
     """A pod of PodGroup ``group`` (in the scenario's namespace), pinned to ``host`` if given."""
     b = pod(name, cpu=cpu).group(group)
     return b.node_selector({HOST: host}) if host else b
+
+
+def prefers(b: PodBuilder, host: str) -> PodBuilder:
+    """Prefer ``host`` (weight 100). The preemption scenarios need it: a member whose victims are still
+    terminating when the group is retried makes the group infeasible, its nominations are cleared, and
+    the next try meets two empty nodes; the preference, not a random tie-break, must then decide."""
+    return b.preferred_node_affinity(100, HOST, [host])
 
 
 def pod_group(name: str = "pg", min_count: int | None = None, topology_key: str = "") -> dict[str, object]:
@@ -72,5 +89,54 @@ GANG_SCENARIOS: list[Scenario] = [
         existing=[bound(pod("e1", cpu="2"), "a1")],
         objects=[pod_group(min_count=2, topology_key=ZONE)],
         batch=[member("g1", "1"), member("g2", "1")],
+    ),
+    scenario(
+        "gang-preempt",
+        "a gang that fits only by preempting: the second member sees the first assumed where it preempts "
+        "(the cheaper victim's node), so it preempts on the other; the group waits for the victims, then "
+        "binds whole",
+        PREEMPT_PLUGINS,
+        [node("n1", "2"), node("n2", "2")],
+        existing=[
+            bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
+            bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
+        ],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
+        # g1 pinned: kube retries the group at once, while the victims are still going; had v200 gone
+        # first, an unpinned g1 would take n2 and g2 preempt on n1 (seen in kube-scheduler's runs)
+        batch=[
+            prio(member("g1", "2", host="n1"), "diff-p2000"),
+            prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
+        ],
+    ),
+    scenario(
+        "gang-preempt-one",
+        "one member fits, the other must preempt: both wait for the preemption, each nominated where it "
+        "was tried, then bind there",
+        PREEMPT_PLUGINS,
+        [node("n1", "2"), node("n2", "2")],
+        existing=[bound(prio(pod("v100", cpu="2"), "diff-p100"), "n2")],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
+        batch=[
+            prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
+            prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
+        ],
+    ),
+    scenario(
+        "gang-preempt-not-enough",
+        "two members could preempt, the third fits nowhere: nothing bound (the victims go all the same: "
+        "kube 1.36 preempts pod by pod)",
+        PREEMPT_PLUGINS,
+        [node("n1", "2"), node("n2", "2")],
+        existing=[
+            bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
+            bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
+        ],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=3)],
+        batch=[
+            prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
+            prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
+            prio(member("g3", "3"), "diff-p1000"),
+        ],
     ),
 ]

@@ -499,11 +499,9 @@ def build_app(
         max_backoff=float(config.pod_max_backoff_seconds),
         on_incoming=metrics.incoming,
         sort_key=first.queue_sort_key,
-        # kube's SchedulerPopFromBackoffQ (beta, on). Not with GangScheduling (alpha) for now: a gang
-        # that cannot fit re-activates its members at Permit, and popping them straight back out of
-        # backoffQ turns its retries into a busy loop (tests/unit/test_pod_groups.py).
-        pop_from_backoff=gates.enabled("SchedulerPopFromBackoffQ")
-        and not gates.enabled(feature_gates.GANG_SCHEDULING),
+        # kube's SchedulerPopFromBackoffQ (beta, on), with gangs too: GangScheduling's Permit does not
+        # re-activate the members of the pod group cycle it runs in (see that plugin)
+        pop_from_backoff=gates.enabled("SchedulerPopFromBackoffQ"),
         on_hint=metrics.hint,
     )
 

@@ -110,6 +110,18 @@ def load_config_or_exit(path: str | None, registry: Any) -> Any:
         raise SystemExit(2) from e
 
 
+def add_feature_gates_flag(p: argparse.ArgumentParser, what: str = "the start") -> None:
+    """``--feature-gates`` as ``run`` takes it (``explain``, ``simulate`` and ``capacity`` take the same, so
+    that they run the plugins and the pod group cycle the daemon runs)."""
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler's feature gates, e.g. GenericWorkload=true,GangScheduling=true (kube 1.36 "
+        f"defaults otherwise; an unknown or locked gate stops {what}, see docs/feature-gates.md)",
+    )
+
+
 def feature_gates_or_exit(text: str) -> Any:
     """Validate ``--feature-gates`` and make it the process's gates; a bad value exits 2, naming it."""
     from pyscheduler.config import feature_gates
@@ -293,6 +305,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from pyscheduler.explain import EXIT_PLUGIN_ERROR, explain, read_cluster
     from pyscheduler.plugin_log import format_traceback
 
+    gates = feature_gates_or_exit(args.feature_gates)  # before the configuration: gates add plugins
     registry = _registry()
     path, source = config_path(args.config)
     config = load_config_or_exit(path, registry)
@@ -307,12 +320,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"pyscheduler explain: {e}", file=sys.stderr)
         return 1
     try:
-        pod, nodes, pods, objects = read_cluster(api, namespace, name)
+        pod, nodes, pods, objects = read_cluster(api, namespace, name, gates)
     except Exception as e:
         print(f"pyscheduler explain: {e}", file=sys.stderr)
         return 1
     try:
-        ex = explain(pod, nodes, pods, objects, config, registry, config_file=path, config_from=source)
+        ex = explain(
+            pod, nodes, pods, objects, config, registry, config_file=path, config_from=source, gates=gates
+        )
     except ValueError as e:
         print(f"pyscheduler explain: {e}", file=sys.stderr)
         return 1
@@ -447,13 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="log a warning (at most once a minute per plugin and extension point) when one plugin call "
         "takes this long or longer (default 100ms; kube-scheduler has no such setting)",
     )
-    r.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="NAME=BOOL,...",
-        help="kube-scheduler's feature gates, e.g. GenericWorkload=true,GangScheduling=true (kube 1.36 "
-        "defaults otherwise; an unknown or locked gate stops the start, see docs/feature-gates.md)",
-    )
+    add_feature_gates_flag(r)
     r.set_defaults(fn=cmd_run)
     _add_reload_flag(r)
 
@@ -479,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--kubeconfig")
     ex.add_argument("--top", type=int, default=5, help="how many best-scoring nodes to show")
+    add_feature_gates_flag(ex, "the command")
     ex.set_defaults(fn=cmd_explain)
 
     pl = sub.add_parser("plugins", help="list registered plugins and their extension points")

@@ -13,6 +13,12 @@ evict pods or write claims. DynamicResources sees the cluster's ResourceClaims, 
 ResourceSlices, so a pod with claims gets its per-node verdicts ("cannot allocate all claims", "resourceclaim
 not available on the node") like any other plugin's.
 
+``--feature-gates`` takes the daemon's gates (``run --feature-gates``): they choose the default profile's
+plugins (GenericWorkload and GangScheduling add GangScheduling, PodGroupPodsCount, TopologyPlacement) and
+what those plugins read; with GenericWorkload on, the PodGroups are read too and each group's members
+counted, so GangScheduling's PreEnqueue says what it says in the daemon. The explained pod's own cycle is
+run, not its group's (the pod group cycle would assume the other members).
+
 A bound pod is replayed as if it were pending: without its ``spec.nodeName`` and with itself removed
 from its node. The report then says where it would go now, the rank and per-plugin scores of the node
 it is on, and warns when that node would no longer accept it.
@@ -37,6 +43,7 @@ from pyscheduler.backend.cache import Cache
 from pyscheduler.backend.claims import ClaimTracker
 from pyscheduler.backend.objects import ObjectStore, slim
 from pyscheduler.backend.snapshot import Snapshot
+from pyscheduler.config import feature_gates
 from pyscheduler.framework.clock import RealClock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.dra import ResourceClaim
@@ -75,6 +82,7 @@ class Explanation:
     config_file: str | None = None
     config_from: str = ""
     bound_to: str = ""
+    gates: str = ""  # the gates set explicitly (``--feature-gates``), as the report names them
     gated: Status | None = None
     pre_filter: Status | None = None
     errors: list[Status] = field(default_factory=list)
@@ -117,6 +125,8 @@ class Explanation:
                 "  warning: no --config and no $PYSCHEDULER_CONFIG: this is the built-in default "
                 "profile; plugins your scheduler's configuration adds or removes are not in this answer"
             )
+        if self.gates:
+            out.append(f"  feature gates: {self.gates}")
         if self.bound_to:
             out.append(
                 f"  bound to {self.bound_to}; replayed as if pending (no nodeName, itself removed from "
@@ -218,16 +228,21 @@ def explain(
     *,
     config_file: str | None = None,
     config_from: str = "",
+    gates: feature_gates.FeatureGates | None = None,
 ) -> Explanation:
-    """The read-only scheduling cycle of one pod over the given cluster state."""
+    """The read-only scheduling cycle of one pod over the given cluster state, with ``gates`` (default:
+    the process's, as ``run --feature-gates`` sets them)."""
     from pyscheduler.app import build_frameworks
 
+    gates = gates or feature_gates.current()
     bound_to = str((pod_json.get("spec") or {}).get("nodeName") or "")
     if bound_to:  # replay as if pending: no nodeName (and, below, not counted on its node)
         pod_json = copy.deepcopy(dict(pod_json))
         pod_json["spec"].pop("nodeName", None)
     pod = Pod.from_dict(dict(pod_json))
-    snapshot = _cluster_snapshot(pod, nodes_json, pods_json)
+    cache = _cluster_cache(pod, nodes_json, pods_json, gates.enabled(feature_gates.GENERIC_WORKLOAD))
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
     claims = _claim_tracker(objects)
     handle = FrameworkHandle(
         snapshot=snapshot,
@@ -236,7 +251,11 @@ def explain(
         waiting_pods=WaitingPods(),
         nominator=None,
         clock=RealClock(),
-        extra={"claims": claims},  # no claim writer: explain writes nothing
+        extra={  # no claim writer, no activation: explain writes nothing, moves nothing
+            "claims": claims,
+            "feature_gates": gates.as_mapping(),
+            "pod_group_states": cache.pod_group_states,
+        },
     )
     timings = _Timings()
     frameworks = build_frameworks(config, registry, handle, None, observer=timings, slow_plugin_threshold=0.0)
@@ -254,17 +273,20 @@ def explain(
         config_file=config_file,
         config_from=config_from,
         bound_to=bound_to,
+        gates=gates.describe() if gates.explicit else "",
         timings=timings.seconds,
     )
     _run_cycle(fwk, ex, nodes)
     return ex
 
 
-def _cluster_snapshot(
-    pod: Pod, nodes_json: list[dict[str, Any]], pods_json: list[dict[str, Any]]
-) -> Snapshot:
-    """The snapshot of the nodes and the running pods but ``pod`` itself; malformed objects are skipped."""
-    cache = Cache()
+def _cluster_cache(
+    pod: Pod, nodes_json: list[dict[str, Any]], pods_json: list[dict[str, Any]], pod_groups: bool
+) -> Cache:
+    """The nodes and the running pods but ``pod`` itself; malformed objects are skipped. With
+    ``pod_groups`` the pending pods (``pod`` among them) are counted as their groups' members, as the
+    daemon counts the pending pods it schedules."""
+    cache = Cache(pod_groups=pod_groups)
     for n in nodes_json:
         try:
             cache.add_node(Node.from_dict(n))
@@ -275,11 +297,14 @@ def _cluster_snapshot(
             p = Pod.from_dict(pj)
         except MalformedObject:
             continue
-        if p.node_name and p.uid != pod.uid and p.phase not in ("Succeeded", "Failed"):
+        if p.uid == pod.uid or p.phase in ("Succeeded", "Failed"):
+            continue
+        if p.node_name:
             cache.add_pod(p)
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
-    return snapshot
+        elif p.scheduler_name == pod.scheduler_name:
+            cache.add_pod_group_member(p)
+    cache.add_pod_group_member(pod)
+    return cache
 
 
 def _object_store(objects: Mapping[str, list[dict[str, Any]]]) -> ObjectStore:
@@ -378,15 +403,17 @@ CLAIM_KIND = "ResourceClaim"
 
 # kinds plugins read, listed once (same set the daemon watches, the resource.k8s.io kinds included)
 def read_cluster(
-    api: Any, namespace: str, name: str
+    api: Any, namespace: str, name: str, gates: feature_gates.FeatureGates | None = None
 ) -> tuple[dict[str, Any], list[Any], list[Any], dict[str, list[Any]]]:
-    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS, POD_GROUP_KINDS
 
     pod = api.get("Pod", namespace, name)
     nodes, _ = api.list("/api/v1/nodes")
     pods, _ = api.list("/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed")
     objects: dict[str, list[Any]] = {}
     kinds = {**OBJECT_KINDS, **DRA_OBJECT_KINDS, CLAIM_KIND: (DRA_CLAIMS_PATH, None)}
+    if (gates or feature_gates.current()).enabled(feature_gates.GENERIC_WORKLOAD):
+        kinds.update(POD_GROUP_KINDS)  # alpha, and only with the gate (as the daemon watches them)
     for kind, (path, _res) in kinds.items():
         try:
             objects[kind], _ = api.list(path)

@@ -7,24 +7,32 @@ group's other unscheduled members are taken out of the queue too (``pop_specific
 priority then first attempt, and the whole group gets one cycle::
 
     members ─► [TopologyAwareWorkloadScheduling: PlacementGenerate ─► for each placement:]
-               for each pod, in order: Filter/Score (PostFilter if none fits) ─► assume ─► Reserve ─► Permit
-               (a later pod sees the earlier ones assumed); a pod no node fits is skipped
-               ─► every assumption is undone (Unreserve, forget)
+               for each pod, in order: Filter/Score ─► assume ─► Reserve ─► Permit
+               (a later pod sees the earlier ones assumed); a pod no node fits runs PostFilter: if
+               preemption nominates a node (its victims are evicted, as for any pod), the pod is
+               assumed there and goes on to Reserve and Permit like a feasible one; otherwise it is
+               skipped
+               ─► every assumption is undone (Unreserve, forget; nominations put back)
            ─► [feasible placements ranked by PlacementScore; the best one's result is used]
     group feasible (some pod's Permit succeeded, e.g. GangScheduling's quorum reached):
-        each feasible pod: assume ─► Reserve ─► Permit (waiting pods are allowed by the last) ─► binding
-    group not feasible: every member goes back to the queue, nothing is bound; the feasible ones with
-        their Permit message ("waiting for minCount pods from a gang to be scheduled, ..."), the others
-        with their own FitError
+        no member needed preemption:
+            each feasible pod: assume ─► Reserve ─► Permit (waiting pods are allowed by the last) ─► binding
+        some member needed preemption ("pod group is waiting for preemption to complete"): nothing is
+            bound; every member goes back to the queue, each nominated to the node it was tried on
+            (the preempting ones to their preemption's node), to be tried again once the victims are gone
+    group not feasible: every member goes back to the queue, nothing is bound; the feasible ones (and
+        those that preempted) with their Permit message ("waiting for minCount pods from a gang to be
+        scheduled, ..."), the others with their own FitError
     and the PodGroup's PodGroupScheduled condition says which (never regressing True to False).
 
 So a gang either binds at least its minCount pods or none: all-or-nothing. The simulation assumes
 into the scheduler cache (kube assumes into its snapshot); the single scheduling thread means no other
-cycle sees those assumptions, and every one is undone before the binding pass.
+cycle sees those assumptions, and every one is undone before the binding pass. A pod assumed on the
+node its preemption nominated is added there on top of its victims (they are evicted, not gone yet): a
+later member's own preemption sees them still there, as kube's snapshot does.
 
-Not done: a member that needs preemption is handled as kube's plain pod path does (PostFilter
-nominates and the pod waits), not kube's "assume on the nominated node, victims removed in memory";
-workload-aware preemption (WorkloadAwarePreemption) is not implemented.
+Workload-aware preemption (the WorkloadAwarePreemption gate, alpha, off) is not implemented; the gate
+is refused at start-up (``pyscheduler.config.feature_gates.NOT_IMPLEMENTED``).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from pyscheduler.backend.queue import QueuedPodInfo
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.podgroup import (
+    POD_GROUP_CYCLE_KEY,
     Placement,
     PodGroupAssignments,
     PodGroupInfo,
@@ -46,6 +55,7 @@ from pyscheduler.framework.podgroup import (
 )
 from pyscheduler.framework.runtime import FitError, Framework
 from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.types import Pod, PodInfo
 
 if TYPE_CHECKING:
     from pyscheduler.scheduler import Scheduler
@@ -53,8 +63,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("pyscheduler.scheduler")
 
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
-# CycleState key marking a pod's cycle as part of a pod group cycle (kube's IsPodGroupSchedulingCycle)
-POD_GROUP_CYCLE_KEY = "pyscheduler/pod-group-cycle"
+WAITING_FOR_PREEMPTION = "pod group is waiting for preemption to complete"
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
 
 
@@ -66,7 +75,10 @@ class PodResult:
     status: Status | None = None  # None: feasible
     fit_error: FitError | None = None
     nominated: str | None = None
-    permit: Status | None = None  # the Permit status when feasible (None = success)
+    permit: Status | None = None  # the Permit status when feasible or preempting (None = success)
+    clear_nomination: bool = False  # kube's clearNominatedNode for this pod's failure
+    # no node fit, PostFilter nominated ``node`` (victims evicted) and the pod was assumed there
+    requires_preemption: bool = False
 
     @property
     def feasible(self) -> bool:
@@ -77,6 +89,8 @@ class PodResult:
 class GroupResult:
     status: Status | None  # None: the group is feasible
     pods: list[PodResult] = field(default_factory=list)
+    # feasible only once the preemptions some members started are done (status is then Unschedulable)
+    waiting_on_preemption: bool = False
 
 
 def _unschedulable_group() -> Status:
@@ -165,22 +179,31 @@ def _default_algorithm(
     at the end (kube's podGroupSchedulingDefaultAlgorithm)."""
     result = GroupResult(_unschedulable_group())
     reverts: list[Callable[[], None]] = []
+    requires_preemption = False
     try:
         for q in members:
             r, revert = _pod_attempt(sched, fwk, q)
             result.pods.append(r)
-            if not r.feasible:
+            if not r.feasible and not r.requires_preemption:
                 assert r.status is not None
                 if r.status.is_rejected():
                     continue
                 result.status = Status.as_error(
                     f"failed to schedule other pod from a pod group: {r.status.message()}"
                 )
+                result.waiting_on_preemption = False
                 break
             assert revert is not None
             reverts.append(revert)
+            requires_preemption = requires_preemption or r.requires_preemption
             if r.permit is None or r.permit.is_success():
-                result.status = None
+                if requires_preemption:  # feasible, once the victims are gone
+                    result.status = Status(
+                        Code.UNSCHEDULABLE, (POD_GROUP_UNSCHEDULABLE, WAITING_FOR_PREEMPTION)
+                    )
+                    result.waiting_on_preemption = True
+                else:
+                    result.status = None
     finally:
         for revert in reversed(reverts):
             revert()
@@ -195,40 +218,52 @@ def _pod_attempt(
     state.write(POD_GROUP_CYCLE_KEY, True)
     r = PodResult(q, state)
     try:
-        sr = sched.schedule_pod(fwk, state, pod)
+        node = sched.schedule_pod(fwk, state, pod).node
     except FitError as fe:
         r.nominated = sched.run_post_filter(fwk, state, pod, fe)
         r.fit_error = fe
         r.status = Status(Code.UNSCHEDULABLE, (fe.message(),))
-        return r, None
+        if not r.nominated:
+            return r, None
+        # kube: the later members must see this one where its preemption makes room
+        node, r.requires_preemption = r.nominated, True
     except Exception as e:
         r.status = Status.as_error(e)
         return r, None
-    r.node = sr.node
-    assumed = pod.with_node_name(sr.node)
+    r.node = node
+    assumed = pod.with_node_name(node)
     try:
         sched.cache.assume_pod(assumed)
     except Exception as e:
-        r.status = Status.as_error(e)
-        return r, None
+        return _failed(r, Status.as_error(e)), None
+    # an assumed pod is no longer nominated (else Filter would count it twice on that node)
+    sched.queue.delete_nominated_pod_if_exists(pod)
 
     def revert() -> None:
-        fwk.run_reserve_plugins_unreserve(state, assumed, sr.node)
+        fwk.run_reserve_plugins_unreserve(state, assumed, node)
         sched.cache.forget_pod(assumed)
+        if pod.nominated_node_name:  # the nomination the pod came with, as kube puts it back
+            sched.queue.add_nominated_pod(PodInfo(pod), pod.nominated_node_name)
 
-    s = fwk.run_reserve_plugins_reserve(state, assumed, sr.node)
+    s = fwk.run_reserve_plugins_reserve(state, assumed, node)
     if s is not None and not s.is_success():
         revert()
-        r.status = _one_node_status(pod, sr.node, s)
-        return r, None
-    s = fwk.run_permit_plugins(state, assumed, sr.node)
+        return _failed(r, _one_node_status(pod, node, s)), None
+    s = fwk.run_permit_plugins(state, assumed, node)
     fwk.handle.waiting_pods.remove(pod.uid)  # a simulation: nobody waits on this permit
     if s is not None and not s.is_success() and not s.is_wait():
         revert()
-        r.status = _one_node_status(pod, sr.node, s)
-        return r, None
+        return _failed(r, _one_node_status(pod, node, s)), None
     r.permit = s
     return r, revert
+
+
+def _failed(r: PodResult, status: Status) -> PodResult:
+    """The pod's assume, Reserve or Permit failed: that is its outcome (its nomination is cleared)."""
+    r.status, r.fit_error, r.nominated, r.requires_preemption = status, None, None, False
+    r.node = ""
+    r.clear_nomination = True
+    return r
 
 
 def _one_node_status(pod: Any, node: str, s: Status) -> Status:
@@ -264,7 +299,7 @@ def _placement_algorithm(
             return res
         if first is None:
             first = res
-        if res.status is None:
+        if res.status is None or res.waiting_on_preemption:
             feasible.append((placement, res))
     if not feasible:
         assert first is not None
@@ -305,46 +340,76 @@ def submit(
     start: float,
 ) -> None:
     """kube's submitPodGroupAlgorithmResult: bind the feasible pods of a feasible group; send the rest
-    (everything, for an infeasible group) back to the queue; set the PodGroupScheduled condition."""
-    group_status = result.status
+    (everything, for an infeasible group or one waiting on preemption) back to the queue; set the
+    PodGroupScheduled condition."""
     scheduled = unschedulable = 0
     for i, q in enumerate(members):
         r = result.pods[i] if i < len(result.pods) else None
-        if group_status is not None and group_status.is_error():
-            st = r.status if r is not None and r.status is not None and r.status.is_error() else group_status
-            sched.handle_failure(fwk, q, st, None, start)
-            continue
-        if r is None:
-            st = group_status if group_status is not None else _unschedulable_group()
-            sched.handle_failure(fwk, q, st, None, start)
-            unschedulable += 1
-            continue
-        if r.feasible:
-            if group_status is None:
-                if _bind(sched, fwk, q, r.node, start):
-                    scheduled += 1
-                else:
-                    unschedulable += 1
-                continue
-            # kube: Unschedulable(permit message) with errPodGroupUnschedulable, whose text leads
-            reasons = (POD_GROUP_UNSCHEDULABLE, *(r.permit.reasons if r.permit is not None else ()))
-            sched.handle_failure(fwk, q, Status(Code.UNSCHEDULABLE, reasons), None, start)
-            unschedulable += 1
-            continue
-        assert r.status is not None
-        if r.fit_error is not None:
-            q.unschedulable_plugins = set(r.fit_error.diagnosis.unschedulable_plugins)
-            q.pending_plugins = set(r.fit_error.diagnosis.pending_plugins)
-            msg = r.fit_error.message()
-            sched.handle_failure(
-                fwk, q, Status(Code.UNSCHEDULABLE, (msg,)), r.nominated, start, fit_error=True
-            )
+        outcome = _submit_pod(sched, fwk, q, r, result, start)
+        scheduled += outcome == "scheduled"
+        unschedulable += outcome == "unschedulable"
+    _report(sched, fwk, info, result, start, scheduled, unschedulable)
+
+
+def _submit_pod(
+    sched: Scheduler,
+    fwk: Framework,
+    q: QueuedPodInfo,
+    r: PodResult | None,
+    result: GroupResult,
+    start: float,
+) -> str:
+    """One member's outcome: "scheduled" (off to its binding cycle), "unschedulable" or "error"."""
+    group_status, waiting = result.status, result.waiting_on_preemption
+    if group_status is not None and group_status.is_error():
+        st = r.status if r is not None and r.status is not None and r.status.is_error() else group_status
+        _clear_nomination(sched, q.pod)
+        sched.handle_failure(fwk, q, st, None, start)
+        return "error"
+    if r is None:
+        st = group_status if group_status is not None else _unschedulable_group()
+        sched.handle_failure(fwk, q, st, None, start)
+        return "unschedulable"
+    if r.feasible:
+        if group_status is None:
+            return "scheduled" if _bind(sched, fwk, q, r, start) else "unschedulable"
+        if waiting:  # back to the queue nominated where it fits now, until the victims are gone
+            sched.handle_failure(fwk, q, group_status, r.node, start)
         else:
-            sched.handle_failure(fwk, q, r.status, None, start)
-        unschedulable += 1
+            _permit_failure(sched, fwk, q, r, start)
+        return "unschedulable"
+    assert r.status is not None
+    if r.requires_preemption and not waiting:
+        # the group does not fit even with the preemption: the pod reports why it waits
+        _permit_failure(sched, fwk, q, r, start)
+    elif r.fit_error is not None:
+        q.unschedulable_plugins = set(r.fit_error.diagnosis.unschedulable_plugins)
+        q.pending_plugins = set(r.fit_error.diagnosis.pending_plugins)
+        msg = r.fit_error.message()
+        sched.handle_failure(fwk, q, Status(Code.UNSCHEDULABLE, (msg,)), r.nominated, start, fit_error=True)
+    else:
+        if r.clear_nomination:
+            _clear_nomination(sched, q.pod)
+        sched.handle_failure(fwk, q, r.status, None, start)
+    return "unschedulable"
+
+
+def _report(
+    sched: Scheduler,
+    fwk: Framework,
+    info: PodGroupInfo,
+    result: GroupResult,
+    start: float,
+    scheduled: int,
+    unschedulable: int,
+) -> None:
+    """The attempt's metric (kube's result labels), log line and PodGroupScheduled condition."""
+    group_status, waiting = result.status, result.waiting_on_preemption
     result_label = "scheduled"
     if group_status is not None:
         result_label = "error" if group_status.is_error() else "unschedulable"
+        if waiting:
+            result_label = "waiting_on_preemption"
     observe = getattr(sched.metrics, "pod_group_attempt", None)
     if callable(observe):
         observe(result_label, fwk.profile_name, sched.clock.now() - start)
@@ -358,25 +423,47 @@ def submit(
         log.error("error scheduling pod group", pod_group=info.key, error=group_status.message())
     else:
         cond = ("False", "Unschedulable", group_status.message())
-        log.info("unable to schedule a pod group", pod_group=info.key, unschedulable=unschedulable)
+        if waiting:
+            log.info("pod group is waiting for preemption", pod_group=info.key, unschedulable=unschedulable)
+        else:
+            log.info("unable to schedule a pod group", pod_group=info.key, unschedulable=unschedulable)
     writer = getattr(sched.status_writer, "pod_group_condition", None)
     if callable(writer):
         writer(info.namespace, info.name, POD_GROUP_SCHEDULED, *cond)
 
 
-def _bind(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, node: str, start: float) -> bool:
+def _permit_failure(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, r: PodResult, start: float) -> None:
+    """A pod that fit (or preempted) in a group that does not: Unschedulable with its Permit message
+    after errPodGroupUnschedulable's text (kube), nomination cleared."""
+    reasons = (POD_GROUP_UNSCHEDULABLE, *(r.permit.reasons if r.permit is not None else ()))
+    _clear_nomination(sched, q.pod)
+    sched.handle_failure(fwk, q, Status(Code.UNSCHEDULABLE, reasons), None, start)
+
+
+def _clear_nomination(sched: Scheduler, pod: Pod) -> None:
+    """kube's clearNominatedNode on a failure: the pod's nomination goes, in memory and in its status."""
+    if sched.queue.nominated_node_name(pod.uid) is not None:
+        sched.queue.delete_nominated_pod_if_exists(pod)
+    if pod.nominated_node_name:
+        sched.status_writer.nominated_node(pod, "")
+
+
+def _bind(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, r: PodResult, start: float) -> bool:
     """kube's prepareForBindingCycle for one feasible pod of a feasible group: assume, Reserve, Permit
-    (a Wait holds it in the binding cycle), then the binding cycle off-thread."""
+    (a Wait holds it in the binding cycle), then the binding cycle off-thread. The pod's state from the
+    group's simulation carries on (what its PreFilter plugins computed), no longer a pod group cycle."""
     from pyscheduler.scheduler import ScheduleResult
 
-    pod = q.pod
-    state = CycleState()
+    pod, node, state = q.pod, r.node, r.state
+    state.delete(POD_GROUP_CYCLE_KEY)
     assumed = pod.with_node_name(node)
     try:
         sched.cache.assume_pod(assumed)
     except Exception as e:
+        _clear_nomination(sched, pod)
         sched.handle_failure(fwk, q, Status.as_error(e), None, start)
         return False
+    sched.queue.delete_nominated_pod_if_exists(pod)
     s = fwk.run_reserve_plugins_reserve(state, assumed, node)
     if s is None or s.is_success():
         s = fwk.run_permit_plugins(state, assumed, node)
@@ -385,6 +472,7 @@ def _bind(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, node: str, start: 
     if s is not None and not s.is_success():
         fwk.run_reserve_plugins_unreserve(state, assumed, node)
         sched.cache.forget_pod(assumed)
+        _clear_nomination(sched, pod)
         sched.handle_failure(fwk, q, _one_node_status(pod, node, s), None, start)
         return False
     sched.submit_binding(fwk, state, q, assumed, ScheduleResult(node, 1, 1), start)

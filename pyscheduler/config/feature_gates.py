@@ -23,6 +23,10 @@ Most gates change nothing in pyscheduler. The ones that do (``ACTED_ON``):
 - ``TopologyAwareWorkloadScheduling``: the default profile gains TopologyPlacementGenerator and
   PodGroupPodsCount (weight 1), and pod groups are scheduled placement by placement.
 
+Gates pyscheduler does not implement are refused at start-up rather than silently ignored where they
+would change decisions (``NOT_IMPLEMENTED``): ``WorkloadAwarePreemption`` (alpha, off; kube's
+PodGroupPostFilter, preempting for a whole pod group at once), also when ``AllAlpha=true`` turns it on.
+
 The gates in force are process-wide, like kube's ``DefaultFeatureGate``: ``cli`` sets them once at
 start-up (``set_current``); the config defaults and the app read ``current()``. Tests use ``overridden``.
 """
@@ -45,6 +49,16 @@ TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 
 # The gates whose value changes what pyscheduler does (see the module docstring).
 ACTED_ON: tuple[str, ...] = (GENERIC_WORKLOAD, GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
+
+# Gates that would change kube-scheduler's decisions and that pyscheduler does not implement: turning
+# one on is refused by ``parse`` (name -> what is missing), so no run silently decides otherwise.
+WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
+NOT_IMPLEMENTED: Mapping[str, str] = MappingProxyType(
+    {
+        WORKLOAD_AWARE_PREEMPTION: "pyscheduler does not implement workload-aware preemption (kube's "
+        "PodGroupPostFilter); pod groups preempt pod by pod in the pod group cycle, as with the gate off",
+    }
+)
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -459,6 +473,9 @@ def parse(text: str) -> FeatureGates:
                 errors.append(
                     f"{name} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
                 )
+    for name, why in NOT_IMPLEMENTED.items():
+        if gates.enabled(name):
+            errors.append(f"{name} is enabled, but {why}")
     if errors:
         raise FeatureGateError(", ".join(errors))
     return gates

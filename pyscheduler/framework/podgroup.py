@@ -23,6 +23,9 @@ from pyscheduler.framework.types import NodeInfo, Pod
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_API_VERSION = "scheduling.k8s.io/v1alpha2"
+# CycleState key set on every pod's state in a pod group scheduling cycle (kube's
+# CycleState.IsPodGroupSchedulingCycle): plugins tell the group's simulation from a pod's own cycle
+POD_GROUP_CYCLE_KEY = "pyscheduler/pod-group-cycle"
 
 
 class MalformedPodGroup(ValueError):

@@ -49,6 +49,14 @@ def _changes(args: argparse.Namespace) -> Changes:
     )
 
 
+def _gates(args: argparse.Namespace) -> None:
+    """``--feature-gates``: the process's gates, before any configuration is loaded (gates add plugins
+    to the default profile) and before the in-process engine is built (the pod group cycle)."""
+    from pyscheduler.cli import feature_gates_or_exit
+
+    feature_gates_or_exit(args.feature_gates)
+
+
 def _check_config(path: str | None) -> None:
     """Validate with the daemon's loader; an invalid file exits 2 with the field's path."""
     from pyscheduler.cli import _registry, load_config_or_exit
@@ -92,6 +100,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from pyscheduler.whatif.simulate import Comparison, simulate
 
     _quiet_logs()
+    _gates(args)
     configs: list[str | None]
     if args.compare:
         configs = list(args.compare)
@@ -172,6 +181,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from pyscheduler.whatif.snapshot import _read_documents
 
     _quiet_logs()
+    _gates(args)
     cfg = config_path(args.config)[0]
     _check_config(cfg)
     try:
@@ -228,6 +238,9 @@ def _change_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--add-nodes", type=int, metavar="N", help="add N copies of the --like node")
     p.add_argument("--like", metavar="NODE", help="the node --add-nodes copies")
     p.add_argument("--seed", type=int, default=0, help="seed of the tie-break among equal scores (default 0)")
+    from pyscheduler.cli import add_feature_gates_flag
+
+    add_feature_gates_flag(p, "the command")
 
 
 def add_parsers(sub: Any, config_help: str) -> None:

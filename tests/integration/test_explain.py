@@ -252,3 +252,64 @@ def test_a_bound_pod_is_replayed_with_the_config_the_daemon_runs(  # type: ignor
         f"warning: {high} would no longer accept the pod: TaintToleration: "
         "node(s) had untolerated taint(s)" in out.stdout
     ), out.stdout
+
+
+# ------------------------------------------------------------------------------ --feature-gates (alpha API)
+
+GANG_GATES = "GenericWorkload=true,GangScheduling=true"
+
+
+@pytest.fixture(scope="module")
+def alpha_cluster(cluster: Any) -> Iterator[Any]:
+    """A second, small control plane serving the alpha scheduling.k8s.io/v1alpha2 API (PodGroups and
+    ``spec.schedulingGroup``), as a cluster running gangs does; no KWOK: explain only reads."""
+    from pyscheduler.testing.cluster import LocalCluster
+
+    c = LocalCluster(
+        with_kwok=False,
+        name="alpha",
+        apiserver_args=[f"--feature-gates={GANG_GATES}", "--runtime-config=scheduling.k8s.io/v1alpha2=true"],
+        bin_dir=cluster.bin_dir,
+    )
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_explain_runs_with_the_daemons_feature_gates(alpha_cluster: Any, plugin_path: Path) -> None:
+    """``explain --feature-gates`` as the daemon's ``run --feature-gates``: the default profile gains
+    GangScheduling, which reads the PodGroup and counts the group's pending pods; without the flag the
+    answer is kube's default profile's, where nothing holds the pod."""
+    from pyscheduler.testing.builders import make_node, make_pod_group
+
+    c = alpha_cluster
+    c.api("POST", "/api/v1/nodes", make_node("alpha-n1").capacity(cpu="4", memory="8Gi", pods=110).json())
+    c.api(
+        "POST",
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups",
+        make_pod_group("pg", min_count=2),
+    )
+    c.api(
+        "POST", "/api/v1/namespaces/default/pods", make_pod("m1").scheduler("py-scheduler").group("pg").json()
+    )
+    env = env_for(plugin_path, None)
+    out = explain(c, "default/m1", env, "--feature-gates", GANG_GATES)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "feature gates: GangScheduling=true,GenericWorkload=true" in out.stdout, out.stdout
+    assert (
+        "gated by PreEnqueue plugin GangScheduling: waiting for minCount pods from a gang to appear in "
+        "scheduling queue" in out.stdout
+    ), out.stdout
+    c.api(
+        "POST", "/api/v1/namespaces/default/pods", make_pod("m2").scheduler("py-scheduler").group("pg").json()
+    )
+    out = explain(c, "default/m1", env, "--feature-gates", GANG_GATES)
+    assert out.returncode == 0 and "gated" not in out.stdout, out.stdout
+    out = explain(c, "default/m1", env)  # kube's default gates: no GangScheduling in the profile
+    assert out.returncode == 0 and "GangScheduling" not in out.stdout and "feature gates" not in out.stdout, (
+        out.stdout
+    )
+    bad = explain(c, "default/m1", env, "--feature-gates", "WorkloadAwarePreemption=true," + GANG_GATES)
+    assert bad.returncode == 2 and "pyscheduler does not implement workload-aware preemption" in bad.stderr

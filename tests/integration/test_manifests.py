@@ -169,8 +169,8 @@ def daemon_calls() -> set[tuple[str, str, str]]:
 
 def explain_calls() -> set[tuple[str, str, str]]:
     """explain GETs its pod and lists what the daemon watches (its snapshot), the resource.k8s.io kinds
-    DynamicResources reads included."""
-    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS
+    DynamicResources reads and the PodGroups (with the GenericWorkload gate) included."""
+    from pyscheduler.app import DRA_CLAIMS_PATH, DRA_OBJECT_KINDS, OBJECT_KINDS, POD_GROUP_KINDS
 
     used = code_calls([PKG / "explain.py"])
     paths = [
@@ -179,6 +179,7 @@ def explain_calls() -> set[tuple[str, str, str]]:
         *(path for path, _ in OBJECT_KINDS.values()),
         DRA_CLAIMS_PATH,
         *(path for path, _ in DRA_OBJECT_KINDS.values()),
+        *(path for path, _ in POD_GROUP_KINDS.values()),  # with --feature-gates GenericWorkload=true
     ]
     return used | {(*_path_group_resource(path), "list") for path in paths}
 

@@ -192,3 +192,54 @@ def test_dra_verdicts_per_node() -> None:
     ex = explain(pod("p").resource_claim("gpu", claim="c").json(), NODES, [], objects, cfg(), REGISTRY)
     assert ex.fits == []
     assert ex.summary == "0/2 nodes are available: 2 cannot allocate all claims."
+
+
+GANG_GATES = "GenericWorkload=true,GangScheduling=true"
+
+
+def test_feature_gates_choose_the_default_profile_and_what_gang_scheduling_sees() -> None:
+    """``explain --feature-gates`` runs what ``run --feature-gates`` runs: with the gang gates the default
+    profile has GangScheduling, whose PreEnqueue counts the group's pending members."""
+    from pyscheduler.config import feature_gates
+    from pyscheduler.testing import make_pod_group
+
+    default = {"apiVersion": API_VERSION, "kind": KIND}
+    groups = {"PodGroup": [make_pod_group("pg", min_count=2)]}
+    alone = pod("p1").uid("p1").req(cpu="1").group("pg").json()
+    sibling = pod("p2").uid("p2").req(cpu="1").group("pg").json()
+
+    gates = feature_gates.parse(GANG_GATES)
+    with feature_gates.overridden(gates):  # as cmd_explain sets them, before the configuration loads
+        config = parse_config(default, BUILT_IN, lambda n: plugin_extension_points(BUILT_IN[n]))
+    ex = explain(alone, NODES, [alone], groups, config, BUILT_IN, gates=gates)
+    assert ex.gated is not None and ex.gated.plugin == "GangScheduling"
+    assert ex.gated.message() == "waiting for minCount pods from a gang to appear in scheduling queue"
+    text = ex.render()
+    assert "feature gates: " in text and "GangScheduling=true" in text
+    ex = explain(alone, NODES, [alone, sibling], groups, config, BUILT_IN, gates=gates)
+    assert ex.gated is None and ex.fits == ["a", "b"]
+
+    # kube's defaults (the gang gates off): no GangScheduling in the profile, nothing holds the pod
+    config = parse_config(default, BUILT_IN, lambda n: plugin_extension_points(BUILT_IN[n]))
+    ex = explain(alone, NODES, [alone], groups, config, BUILT_IN, gates=feature_gates.parse(""))
+    assert ex.gated is None and ex.fits == ["a", "b"] and "feature gates" not in ex.render()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["explain", "ns/p"], ["simulate", "--snapshot", "s"], ["capacity", "p.yaml", "--snapshot", "s"]],
+)
+def test_explain_and_the_what_if_commands_take_the_daemons_feature_gates(command: list[str]) -> None:
+    args = build_parser().parse_args([*command, "--feature-gates", GANG_GATES])
+    assert args.feature_gates == GANG_GATES
+    assert build_parser().parse_args(command).feature_gates == ""
+
+
+def test_an_invalid_feature_gate_stops_explain_before_it_reads_the_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = build_parser().parse_args(["explain", "ns/p", "--feature-gates", "NoSuchGate=true"])
+    with pytest.raises(SystemExit) as e:
+        args.fn(args)
+    assert e.value.code == 2
+    assert "invalid --feature-gates 'NoSuchGate=true'" in capsys.readouterr().err

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from pyscheduler.config import feature_gates
-from pyscheduler.engine import Engine
+from pyscheduler.engine import MAX_ROUNDS, Engine
+from pyscheduler.framework.events import Action, ClusterEvent, Resource
 from pyscheduler.testing import make_node, make_pod, make_pod_group
 
 GANG = "GenericWorkload=true,GangScheduling=true"
 ALL = GANG + ",TopologyAwareWorkloadScheduling=true"
 ZONE = "topology.kubernetes.io/zone"
+NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD)
 WAIT_MSG = (
     "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
     "one or more plugins asked to wait and no plugin rejected pod"
@@ -69,6 +71,41 @@ def test_a_gang_that_cannot_fit_leaves_nothing_bound() -> None:
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Unschedulable")
 
 
+def test_a_gang_that_cannot_fit_is_retried_at_backoff_pace_with_pop_from_backoff_on() -> None:
+    # SchedulerPopFromBackoffQ stays on with the gang gates: an idle queue hands out a pod still backing
+    # off. The gang's members must not come straight back (the run would never end): the pod no node
+    # fits waits in the unschedulable pool for an event, the waiting ones back off as kube's do
+    nodes = [_node("n1", "2"), _node("n2", "2"), _node("n3", "1")]
+    pods = [_member("p1", host="n1"), _member("p2", host="n2"), _member("p3", cpu="2", host="n3")]
+    engine, r = _run(GANG, nodes, [make_pod_group("pg", min_count=3)], pods)
+    q = engine.app.queue
+    assert [v.node for v in r.values()] == [None, None, None]
+    where = {queue: sorted(p.name for p in pods) for queue, pods in q.pending_pod_list().items() if pods}
+    assert where == {"backoff": ["p1", "p2"], "unschedulable": ["p3"]}
+    labels = {"result": "unschedulable", "profile": engine.default_scheduler_name}
+    attempts = engine.app.metrics.registry.get_sample_value(
+        "scheduler_podgroup_schedule_attempts_total", labels
+    )
+    assert attempts is not None and 1 <= attempts <= MAX_ROUNDS
+
+
+def test_an_idle_queue_pops_from_backoff_q_with_the_gang_gates_on() -> None:
+    # a pod some plugin rejected while an event it registered for arrived backs off, and an idle queue
+    # hands it out at once (kube's SchedulerPopFromBackoffQ), gangs on or off
+    for gates in (GANG, ""):
+        with feature_gates.overridden(gates):
+            engine = Engine(seed=1)
+        q = engine.app.queue
+        q.add(make_pod("solo").req(cpu="1").obj())
+        qpi = q.pop(0)
+        assert qpi is not None and qpi.pod.name == "solo"
+        q.move_all_to_active_or_backoff(NODE_ADD, None, _node("n1", "2").obj())
+        qpi.unschedulable_plugins = {"NodeResourcesFit"}
+        q.add_unschedulable_if_not_present(qpi)
+        assert q.where(qpi.uid) == "backoff"
+        assert q.pop(0) is qpi, gates
+
+
 def test_min_count_is_what_must_fit() -> None:
     # 3 pods, minCount 2: the two that fit are bound, the third reports its own failure
     nodes = [_node("n1", "2"), _node("n2", "2"), _node("n3", "1")]
@@ -95,6 +132,63 @@ def test_a_gang_waits_in_pre_enqueue_for_its_members_and_its_pod_group() -> None
         "default/q1": "n1",
         "default/p3": "n1",
     }
+
+
+def _preemption_run(min_count: int, members: list[Any]) -> tuple[Engine, Any, list[tuple[str, ...]]]:
+    """Two 2-CPU nodes, each full with a priority-0 pod; the members come with priority 100."""
+    nodes = [_node("n1", "2"), _node("n2", "2")]
+    victims = [make_pod(f"v{i}").req(cpu="2").node(f"n{i}").created(1000 + i) for i in (1, 2)]
+    conditions: list[tuple[str, ...]] = []
+    with feature_gates.overridden(GANG):
+        engine = Engine(seed=1)
+        engine.add_nodes(nodes)
+        engine.add_objects({"PodGroup": [make_pod_group("pg", min_count=min_count)]})
+        engine.add_pods(victims)
+        writer: Any = engine.app.scheduler.status_writer
+        write = writer.pod_group_condition
+
+        def seen(*args: Any) -> None:
+            conditions.append(args[3:])
+            write(*args)
+
+        writer.pod_group_condition = seen
+        results = engine.schedule([m.priority(100) for m in members], max_rounds=3)
+    return engine, results, conditions
+
+
+def test_a_gang_that_must_preempt_waits_for_its_preemptions_then_binds_whole() -> None:
+    # kube 1.36: the first member preempts on one node and is assumed there; the second sees it, so it
+    # preempts on the other node; the gang is feasible once the victims are gone: nothing is bound in
+    # that cycle ("waiting for preemption"), everything in the next
+    engine, r, conditions = _preemption_run(2, [_member("p1", cpu="2"), _member("p2", cpu="2")])
+    assert {r["default/p1"].node, r["default/p2"].node} == {"n1", "n2"}
+    assert {r["default/v1"].preempted_by, r["default/v2"].preempted_by} == {"default/p1", "default/p2"}
+    assert conditions == [
+        (
+            "False",
+            "Unschedulable",
+            "pod group is unschedulable, pod group is waiting for preemption to complete",
+        ),
+        ("True", "Scheduled", ""),
+    ]
+    m = engine.app.metrics.registry
+    for result, count in (("waiting_on_preemption", 1.0), ("scheduled", 1.0), ("unschedulable", None)):
+        labels = {"result": result, "profile": engine.default_scheduler_name}
+        assert m.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) == count, result
+
+
+def test_a_gang_that_does_not_fit_even_with_preemption_binds_nothing() -> None:
+    # p3 fits no node, preemption or not: the gang stays unbound and the members that preempted say
+    # what they wait for, nominated nowhere (their victims are evicted all the same, as in kube 1.36
+    # without workload-aware preemption)
+    members = [_member("p1", cpu="2"), _member("p2", cpu="2"), _member("p3", cpu="3")]
+    engine, r, conditions = _preemption_run(3, members)
+    assert [r[f"default/p{i}"].node for i in (1, 2, 3)] == [None, None, None]
+    assert r["default/p1"].message == WAIT_MSG and r["default/p2"].message == WAIT_MSG
+    assert not engine.app.queue.nominated_node_names()
+    assert conditions and all(
+        c == ("False", "Unschedulable", "pod group is unschedulable") for c in conditions
+    )
 
 
 def test_topology_packs_the_group_into_the_one_zone_it_fits() -> None:

@@ -313,8 +313,9 @@ class SchedulingQueue:
 
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:
         """kube's PopSpecificPod (a pod group's other pending members join its cycle): activate the pod
-        (through PreEnqueue), then take it out of activeQ, now in flight. None if it is unknown, in
-        flight already, or PreEnqueue keeps it gated."""
+        (through PreEnqueue, except from backoffQ when popping from it is on: it ran on the way in),
+        then take it out of activeQ, now in flight. None if it is unknown, in flight already, or
+        PreEnqueue keeps it gated."""
         with self._lock:
             if uid in self._in_flight:
                 return None
@@ -323,7 +324,10 @@ class SchedulingQueue:
                 qpi: QueuedPodInfo | None = entry.qpi if entry is not None else None
                 if qpi is None:
                     qpi = self._unschedulable.get(uid) or self._gated.get(uid)
-                if qpi is None or not self._move_to_active(qpi, FORCE_ACTIVATE_LABEL):
+                pre_enqueue = entry is None or not self._pop_from_backoff
+                if qpi is None or not self._move_to_active(
+                    qpi, FORCE_ACTIVATE_LABEL, pre_enqueue=pre_enqueue
+                ):
                     return None
             active = self._active.get(uid)
             if active is None:

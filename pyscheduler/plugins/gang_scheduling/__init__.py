@@ -15,7 +15,11 @@ Extension points
   (``waiting for minCount pods from a gang to be scheduled``, 5 minutes) and the group's unscheduled
   pods are moved to the active queue; the pod that reaches minCount is allowed and allows every waiting
   pod of its group. In the pod group cycle (see ``pyscheduler/scheduler_podgroup.py``) this is what
-  decides whether the group is feasible.
+  decides whether the group is feasible, and there the members are not activated: the cycle holds them
+  all already. (kube activates them, and its queue ignores the event: it requeues a pod group member
+  after its backoff whatever happened while it was in flight. Ours keeps event-based requeueing, where
+  that activation would send a member no node fits back at once, over and over with
+  SchedulerPopFromBackoffQ handing out pods still backing off.)
 - EnqueueExtensions: see ``hints.py``.
 
 Args: none.
@@ -28,7 +32,7 @@ from collections.abc import Sequence
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
 from pyscheduler.framework.interfaces import Handle
-from pyscheduler.framework.podgroup import PodGroupStateNotFound
+from pyscheduler.framework.podgroup import POD_GROUP_CYCLE_KEY, PodGroupStateNotFound
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Pod
@@ -83,7 +87,7 @@ class GangScheduling:
             return Status.as_error(e, plugin=NAME), 0.0
         if gs.scheduled_pods_count() < group.gang_min_count:
             activate = activator(self._handle)
-            if activate is not None:
+            if activate is not None and state.get(POD_GROUP_CYCLE_KEY) is None:
                 activate(gs.unscheduled_pods())
             return Status.wait(MSG_WAITING_FOR_QUORUM, plugin=NAME), PERMIT_TIMEOUT_SECONDS
         for uid in gs.assumed_uids():

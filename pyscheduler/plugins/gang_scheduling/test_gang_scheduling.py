@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pyscheduler.framework.events import QueueingHint
-from pyscheduler.framework.podgroup import PodGroupState, state_not_found
+from pyscheduler.framework.podgroup import POD_GROUP_CYCLE_KEY, PodGroupState, state_not_found
 from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Pod
 from pyscheduler.framework.waiting_pods import WaitingPod
@@ -132,6 +132,19 @@ def test_permit(min_count: int, assumed: int, assigned: int, waits: bool) -> Non
     else:
         assert st is None and not activated
         assert all(wp.result() is not None and wp.result().is_success() for wp in handle.waiting_pods)
+
+
+def test_permit_in_a_pod_group_cycle_waits_without_activating_the_members() -> None:
+    # the group's simulation has every member in flight already: re-activating them would send the
+    # ones no node fits straight back to the queue's active side (a busy loop with PopFromBackoffQ)
+    handle, states, activated = _setup([make_pod_group("pg", min_count=3)], unscheduled=2)
+    pod = _member("u0")
+    states.groups[("default", "pg")].assume_pod(pod.with_node_name("n1"))
+    state = make_cycle_state()
+    state.write(POD_GROUP_CYCLE_KEY, True)
+    st, timeout = new(None, handle).permit(state, pod, "n1")
+    assert st is not None and st.code == Code.WAIT and st.message() == MSG_WAITING_FOR_QUORUM
+    assert timeout == PERMIT_TIMEOUT_SECONDS and activated == []
 
 
 def test_permit_without_pod_group_is_an_error_and_basic_policy_passes() -> None:

@@ -1253,3 +1253,25 @@ def test_pop_specific_takes_a_pod_from_any_waiting_pool_into_flight() -> None:
         assert qpi is not None and qpi.attempts >= 1
     assert q.pop(timeout=0) is None  # nothing left in activeQ: they are in flight, not queued twice
     assert q.where(uids["gated"]) == "gated"  # PreEnqueue still holds it
+
+
+def test_pop_specific_runs_pre_enqueue_except_from_backoff() -> None:
+    """kube: PreEnqueue runs when a pod enters backoffQ (SchedulerPopFromBackoffQ), so a group member
+    taken from there is not checked again; one taken from the unschedulable pool is."""
+    calls: list[str] = []
+
+    def pre_enqueue(p: Pod) -> Status | None:
+        calls.append(p.name)
+        return None
+
+    for pop_from_backoff, expected in ((True, ["parked"]), (False, ["backoff", "parked"])):
+        q, _, _ = new_queue(pre_enqueue=pre_enqueue, pop_from_backoff=pop_from_backoff)
+        q.add(pod("backoff"))
+        q.add(pod("parked"))
+        backoff, parked = pop_now(q), pop_now(q)
+        fail(q, backoff, error=True)
+        fail(q, parked, "NodeResourcesFit")
+        assert q.where(backoff.uid) == "backoff" and q.where(parked.uid) == "unschedulable"
+        calls.clear()
+        assert q.pop_specific(backoff.uid) is backoff and q.pop_specific(parked.uid) is parked
+        assert calls == expected, pop_from_backoff

@@ -71,10 +71,25 @@ def test_explicit_values_and_all_alpha() -> None:
     assert g.enabled("GenericWorkload") and g.enabled("GangScheduling")
     assert not g.enabled("TopologyAwareWorkloadScheduling")
     assert g.describe() == "GangScheduling=true,GenericWorkload=true"
-    a = fg.parse("AllAlpha=true,TopologyAwareWorkloadScheduling=false")
+    a = fg.parse("AllAlpha=true,TopologyAwareWorkloadScheduling=false,WorkloadAwarePreemption=false")
     assert a.enabled("GangScheduling") and a.enabled("GenericWorkload")
     assert not a.enabled("TopologyAwareWorkloadScheduling")  # an explicit gate wins over AllAlpha
     assert a.enabled("DynamicResourceAllocation")  # locked gates keep their value
+
+
+@pytest.mark.parametrize(
+    "text", ["GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true", "AllAlpha=true"]
+)
+def test_workload_aware_preemption_is_refused_not_ignored(text: str) -> None:
+    # kube would preempt for the whole group at once; pyscheduler would not: starting anyway would
+    # decide differently without a word
+    with pytest.raises(fg.FeatureGateError) as e:
+        fg.parse(text)
+    assert str(e.value) == (
+        "WorkloadAwarePreemption is enabled, but pyscheduler does not implement workload-aware preemption "
+        "(kube's PodGroupPostFilter); pod groups preempt pod by pod in the pod group cycle, as with the "
+        "gate off"
+    )
 
 
 def _default_names(gates: str) -> list[str]:
