@@ -369,6 +369,35 @@ def f_api_429(ctx: Ctx) -> float:
     return _http_fault(ctx, [{"status": 429, "retry_after": 2, "fraction": 0.3}], "30% of requests 429")
 
 
+WATCH_FAULT_S = 24.0
+
+
+def f_api_watch_429(ctx: Ctx) -> float:
+    """Watches throttled: every 6 s the proxy ends every open watch (as the API server does at a watch's
+    timeout); for the first 12 s every watch request is answered 429 with Retry-After 2 s, for the next
+    12 s half of them. The reflectors must wait (Retry-After, their backoff), re-watch from their last
+    resourceVersion without relisting, and miss no event: the pods created meanwhile are scheduled."""
+    proxy = ctx.proxy
+    assert isinstance(proxy, HttpProxyProcess)
+    ended = 0
+    start = time.monotonic()
+    for i in range(4):
+        if i == 0:
+            proxy.rule(status=429, retry_after=2, watch=True)
+        elif i == 2:
+            proxy.cmd("clear")
+            proxy.rule(status=429, retry_after=2, watch=True, fraction=0.5)
+        ended += int(proxy.cmd("end-watches"))
+        time.sleep(max(0.0, start + WATCH_FAULT_S / 4 * (i + 1) - time.monotonic()))
+    proxy.cmd("clear")
+    end = time.monotonic()
+    ctx.notes.append(
+        f"watches 429 (Retry-After 2s), all for 12s then half for 12s; {ended} watches ended; proxy "
+        f"{proxy.cmd('stats')}"
+    )
+    return end
+
+
 def f_api_5xx(ctx: Ctx) -> float:
     """15% of all requests answered 500 and 15% of the rest 503 (no Retry-After), not forwarded."""
     rules = [{"status": 500, "fraction": 0.15}, {"status": 503, "fraction": 0.15}]
@@ -700,6 +729,8 @@ def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
     body) came again. 429: the gap must be at least Retry-After; 5xx: the gaps grow (exponential backoff;
     for a watch, the reflector's). Also: binds retried after a lost answer that met 409, and requests
     whose last attempt failed."""
+    ended = [r for r in reqs if "ended_watch" in r]
+    reqs = [r for r in reqs if "m" in r]
     by_key: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in reqs:
         by_key.setdefault((r["m"], r["p"], r.get("b", 0)), []).append(r)
@@ -743,7 +774,42 @@ def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
         out["binds retried after a lost answer, answered 409"] = bind_409_after_lost
     out["failed for good (last attempt failed)"] = gave_up
     out.update(_held_back_figures(reqs, by_key))
+    out.update(watch_figures(reqs, ended))
     return out
+
+
+def watch_figures(reqs: list[dict[str, Any]], ended: list[dict[str, Any]]) -> dict[str, Any]:
+    """Watches ended by the proxy (``end-watches``): per ended watch, how long until a watch of the same
+    collection was open again (answered 200), how many of its re-connections were refused on the way,
+    and whether the client relisted (a plain GET of that collection) instead of re-watching from its
+    resourceVersion."""
+    if not ended:
+        return {}
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for r in reqs:
+        if r["m"] == "GET":
+            by_path.setdefault(r["p"], []).append(r)
+    back: list[float] = []
+    refused: list[int] = []
+    relists = 0
+    never = 0
+    for e in ended:
+        rs = [r for r in by_path.get(e["ended_watch"], []) if r["t"] >= e["t"]]
+        ok = next((r for r in rs if r.get("watch") and r["status"] == 200), None)
+        if ok is None:
+            never += 1
+            continue
+        back.append(ok["t"] - e["t"])
+        before = [r for r in rs if r["t"] <= ok["t"]]
+        refused.append(sum(1 for r in before if r.get("watch") and r["status"] != 200))
+        relists += sum(1 for r in before if not r.get("watch"))
+    return {
+        "watches ended by the proxy": len(ended),
+        "ended watch -> open again": _quantiles(back),
+        "re-connections refused before it opened (per ended watch)": _quantiles([float(n) for n in refused]),
+        "relists instead of a re-watch": relists,
+        "never re-opened": never,
+    }
 
 
 def _held_back_figures(
@@ -780,6 +846,7 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     # process is frozen: without bind fencing they are sent on SIGCONT, after the standby took over
     "leader-sigstop-throttled": (f_leader_stop, 2),
     "api-429": (f_api_429, 1),
+    "api-watch-429": (f_api_watch_429, 1),
     "api-5xx": (f_api_5xx, 1),
     "api-lost-response": (f_api_lost_response, 1),
     "api-slow": (f_api_slow, 1),
@@ -795,6 +862,7 @@ THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
 VIA_HTTP_PROXY = {
     "api-429",
+    "api-watch-429",
     "api-5xx",
     "api-lost-response",
     "api-slow",
@@ -805,14 +873,16 @@ VIA_HTTP_PROXY = {
 
 # ---------------------------------------------------------------------------------------- running
 def proc_stats(pid: int) -> dict[str, int]:
-    """RSS (KiB), threads and fds of a process and its children (the HTTP worker)."""
+    """RSS (KiB), threads, fds and CPU (clock ticks) of a process and its children (the HTTP worker)."""
     pids = [pid]
     with contextlib.suppress(OSError):
         for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
             pids.append(int(child))
-    out = {"rss_kib": 0, "threads": 0, "fds": 0}
+    out = {"rss_kib": 0, "threads": 0, "fds": 0, "cpu_ticks": 0}
     for p in pids:
         with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            out["cpu_ticks"] += int(stat[11]) + int(stat[12])  # utime + stime
             status = Path(f"/proc/{p}/status").read_text()
             out["rss_kib"] += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
             out["threads"] += int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
@@ -843,8 +913,12 @@ def p99(values: list[float]) -> float:
 def soak_minutes(
     t0: float, minutes: float, checker: Checker, sched: SchedulerProcess
 ) -> list[dict[str, Any]]:
-    """Once a minute: the daemon's RSS, threads, fds, queue and cache sizes; binds and p99 create->bind."""
+    """Once a minute: the daemon's RSS, threads, fds, CPU, queue and cache sizes, whether it is still the
+    process started (a restart would show as an exit code); pods created, binds and p99 create->bind."""
     soak_rows: list[dict[str, Any]] = []
+    tick_hz = os.sysconf("SC_CLK_TCK")
+    last_cpu = 0
+    last_pods = 0
     for minute in range(int(minutes)):
         start = time.monotonic()
         time.sleep(max(0.0, t0 + 60 * (minute + 1) - time.monotonic()))
@@ -856,21 +930,30 @@ def soak_minutes(
             ]
         st = proc_stats(sched.proc.pid) if sched.proc else {}
         g = scheduler_gauges(sched)
+        with checker.lock:
+            created = len(checker.pods)
+        cpu = st.get("cpu_ticks", 0)
         row = {
             "minute": minute + 1,
             "rss_mib": round(st.get("rss_kib", 0) / 1024),
             "threads": st.get("threads"),
             "fds": st.get("fds"),
+            "cpu_s": round((cpu - last_cpu) / tick_hz, 1),
+            "exit_code": sched.proc.poll() if sched.proc else None,
+            "created": created - last_pods,
+            "live": checker.live_pods(),
             "binds": len(lat),
             "p99_s": round(p99(lat), 2),
             "pending": checker.pending_count(),
             "violations": len(checker.violations),
             **g,
         }
+        last_cpu, last_pods = cpu, created
         soak_rows.append(row)
         print(
             f"soak minute {minute + 1}: rss {row['rss_mib']} MiB, threads {row['threads']}, fds "
-            f"{row['fds']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
+            f"{row['fds']}, cpu {row['cpu_s']}s, exit code {row['exit_code']}, created {row['created']}, "
+            f"live {row['live']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
             f"{row['pending']}, violations so far {row['violations']}; queues active {g.get('queue_active')} backoff {g.get('queue_backoff')} "
             f"unschedulable {g.get('queue_unschedulable')}; cache nodes {g.get('cache_nodes')} "
             f"pods {g.get('cache_pods')} assumed {g.get('cache_assumed_pods')}",
@@ -887,12 +970,15 @@ def run_scenario(
     rate: float,
     soak: bool = False,
     probe: bool = True,
+    workers: int = 1,
+    max_pods: int | None = None,
 ) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.gangs = name in GANGS
+    wl.max_pods = max_pods
     wl.setup()
     proxy: ProxyProcess | None = None
     if name in VIA_PROXY:
@@ -917,7 +1003,7 @@ def run_scenario(
         for s in scheds:
             s.start()
         duration = minutes * 60
-        wl.start(duration, rate)
+        wl.start(duration, rate, workers)
         fault_end = None
         soak_rows: list[dict[str, Any]] = []
         if soak:
@@ -991,13 +1077,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=50, help="initial KWOK nodes per scenario (default 50)")
     ap.add_argument("--rate", type=float, default=8.0, help="workload actions per second (default 8)")
     ap.add_argument("--soak", action="store_true", help="no fault; print RSS, threads, fds, p99 per minute")
+    ap.add_argument("--workers", type=int, default=1, help="workload threads sharing --rate (default 1)")
+    ap.add_argument(
+        "--max-pods",
+        type=int,
+        default=0,
+        help="steady churn: at most this many bare pods alive, deletions picked from the driver's own "
+        "record (default 0: no cap, deletions picked by listing)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the per-scenario figures as JSON here")
     args = ap.parse_args(argv)
     names = ["baseline"] if args.soak else (args.scenario or list(SCENARIOS))
     results = []
     with LocalCluster(with_controller_manager=True, name="chaos") as cluster:
         for name in names:
-            r = run_scenario(cluster, name, args.minutes, args.nodes, args.rate, soak=args.soak)
+            r = run_scenario(
+                cluster,
+                name,
+                args.minutes,
+                args.nodes,
+                args.rate,
+                soak=args.soak,
+                workers=args.workers,
+                max_pods=args.max_pods or None,
+            )
             results.append(r)
             print(
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
@@ -1005,6 +1108,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
                 f"leaked nodes {r['leaked']}, preempted {r['preempted']}, "
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
+                flush=True,
+            )
+            acts = r["actions"]
+            print(
+                f"  workload: {sum(acts.values())} actions ({sum(acts.values()) / (args.minutes * 60):.1f}/s of "
+                f"{args.rate}), {r['workload_errors']} failed: {dict(sorted(acts.items()))}",
                 flush=True,
             )
             for k, v in (r.get("retries") or {}).items():
