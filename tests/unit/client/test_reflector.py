@@ -307,9 +307,9 @@ def test_a_watch_throttled_with_retry_after_comes_back_then_not_later(src: FakeS
         eventually(lambda: len(src.watch_queues) == 1)
         throttled = ApiError(429, "TooManyRequests", "too many requests", "WATCH", "/", retry_after=0.02)
         src.watch_errors = [throttled] * 5
-        src.send(None)
+        src.send(("MODIFIED", pod("a", "11")), None)  # an event, then the stream ends
         eventually(lambda: len(src.watch_queues) == 2, timeout=3)
-        assert src.list_calls == 1 and src.watch_rvs == ["10"] * 7
+        assert src.list_calls == 1 and src.watch_rvs == ["10"] + ["11"] * 6
     finally:
         r.stop()
 
@@ -321,7 +321,7 @@ def test_a_watch_throttled_again_and_again_falls_back_to_the_backoff(src: FakeSo
         eventually(lambda: len(src.watch_queues) == 1)
         throttled = ApiError(429, "TooManyRequests", "too many requests", "WATCH", "/", retry_after=0.01)
         src.watch_errors = [throttled] * (THROTTLED_RETRIES + 2)
-        src.send(None)
+        src.send(("MODIFIED", pod("a", "11")), None)
         # the first THROTTLED_RETRIES + 1 attempts come at Retry-After; then the 5 s backoff holds it back
         eventually(lambda: len(src.watch_rvs) == THROTTLED_RETRIES + 2, timeout=3)
         time.sleep(0.5)
