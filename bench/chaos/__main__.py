@@ -41,7 +41,11 @@ LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 
 
 def config(
-    ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = None, gangs: bool = False
+    ns: str,
+    qps: int = 200,
+    extenders: list[dict[str, Any]] | None = None,
+    gangs: bool = False,
+    prometheus: str | None = None,
 ) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -66,6 +70,21 @@ def config(
         }
         cfg["profiles"][0]["pluginConfig"] = [
             {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": GANG_WAIT_S}}
+        ]
+    if prometheus:  # NetworkTraffic scores by the stand-in Prometheus (PreScore too: a failure skips it)
+        cfg["profiles"][0]["plugins"] = {
+            "preScore": {"enabled": [{"name": "NetworkTraffic"}]},
+            "score": {"enabled": [{"name": "NetworkTraffic", "weight": 1}]},
+        }
+        cfg["profiles"][0]["pluginConfig"] = [
+            {
+                "name": "NetworkTraffic",
+                "args": {
+                    "prometheusAddress": prometheus,
+                    "timeoutSeconds": PROM_TIMEOUT_S,
+                    "cacheSeconds": PROM_CACHE_S,
+                },
+            }
         ]
     return cfg
 
@@ -199,6 +218,26 @@ class ExtenderProcess(Controlled):
         }
 
 
+class PrometheusProcess(Controlled):
+    """bench/chaos/prometheus.py as its own process: answers NetworkTraffic's query for the pool's nodes,
+    or is down, a black hole, a trickle, a 503 or garbage on command."""
+
+    def __init__(self, pool: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.chaos.prometheus", "--prefix", pool, "--count", "5000"],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        _, port, _, control = self.proc.stdout.readline().split()
+        self.port, self.control = int(port), int(control)
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
 @dataclass
 class Ctx:
     cluster: LocalCluster
@@ -209,6 +248,7 @@ class Ctx:
     proxy: ProxyProcess | None = None
     extender: ExtenderProcess | None = None
     workload: Workload | None = None
+    prometheus: PrometheusProcess | None = None
 
 
 def holder(ctx: Ctx) -> str:
@@ -711,6 +751,50 @@ def f_extender(ctx: Ctx) -> float:
     return end
 
 
+# ------------------------------------------------------------------ Prometheus faults (NetworkTraffic)
+PROM_TIMEOUT_S = 1
+PROM_CACHE_S = 5
+PROM_MODES = ["down", "blackhole", "trickle", "error", "garbage", "ok"]
+PROM_MODE_S = 10.0
+PROM_WARNING = "prometheus query failed; scoring without NetworkTraffic"
+
+
+def f_prometheus(ctx: Ctx) -> float:
+    """NetworkTraffic's Prometheus refuses connections, then accepts and never answers, then answers a
+    byte every 0.2 s, then 503, then HTML, then comes back: 10 s each. Pods must keep being bound in
+    every phase, no PreScore may wait past timeoutSeconds (the stand-in sees when the client hangs up),
+    the failure must be logged at most once a minute, and scoring must use Prometheus again at the end."""
+    prom, sched = ctx.prometheus, ctx.scheds[0]
+    assert prom is not None
+    phases = []
+    for mode in PROM_MODES:
+        before = json.loads(prom.cmd("stats"))["queries"]
+        if (reply := prom.cmd(f"mode {mode}")) != "ok":
+            raise RuntimeError(f"prometheus refused mode {mode}: {reply!r}")
+        start = time.monotonic()
+        time.sleep(PROM_MODE_S)
+        with ctx.checker.lock:
+            lat = [
+                r.bind_times[0] - r.created
+                for r in ctx.checker.pods.values()
+                if r.bind_times and start <= r.bind_times[0] < start + PROM_MODE_S
+            ]
+        after = json.loads(prom.cmd("stats"))["queries"]
+        asked = after.get(mode, 0) - before.get(mode, 0)
+        phases.append(f"{mode}: {len(lat)} binds, p99 create->bind {p99(lat):.2f}s, {asked} queries")
+    end = time.monotonic()
+    stats = json.loads(prom.cmd("stats"))
+    warnings = [x for x in sched.log_lines() if x.get("event") == PROM_WARNING]
+    ctx.notes.append("; ".join(phases))
+    held = {k: f"max {max(v):.2f}s (n={len(v)})" for k, v in stats["held"].items() if v}
+    ctx.notes.append(f"client hung up after (timeoutSeconds {PROM_TIMEOUT_S}): {held}")
+    ctx.notes.append(
+        f"{len(warnings)} '{PROM_WARNING}' warnings in the scheduler's log: "
+        + ", ".join(f"{w.get('error', '')[:60]!r} (failures {w.get('failures')})" for w in warnings)
+    )
+    return end
+
+
 def _quantiles(v: list[float]) -> str:
     if not v:
         return "none"
@@ -855,7 +939,9 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "node-deleted-mid-bind": (f_node_deleted_mid_bind, 1),
     "gang-permit-deletes": (f_gang_permit_deletes, 1),
     "pvc-deleted-in-prebind": (f_pvc_deleted_in_prebind, 1),
+    "prometheus-faults": (f_prometheus, 1),
 }
+PROMETHEUS = {"prometheus-faults"}
 GANGS = {"gang-permit-deletes"}
 EXTENDERS = {"extender-faults": False, "extender-faults-ignorable": True}  # name -> ignorable
 THROTTLED = {"leader-sigstop-throttled": 10}
@@ -987,17 +1073,24 @@ def run_scenario(
         proxy = HttpProxyProcess(cluster)
     extender = ExtenderProcess(cluster) if name in EXTENDERS else None
     ext_cfg = [extender.config(EXTENDERS[name])] if extender is not None else None
+    prom = PrometheusProcess(ns) if name in PROMETHEUS else None
     scheds = [
         SchedulerProcess(
             proxy.kubeconfig if proxy else cluster.kubeconfig,
-            config(ns, THROTTLED.get(name, 200), ext_cfg, gangs=name in GANGS),
+            config(
+                ns,
+                THROTTLED.get(name, 200),
+                ext_cfg,
+                gangs=name in GANGS,
+                prometheus=prom.address if prom is not None else None,
+            ),
             leader_elect=replicas > 1,
             env={"POD_NAME": f"{name}-{i}"},
             name=f"chaos-{i}",
         )
         for i in range(replicas)
     ]
-    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender, workload=wl)
+    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender, workload=wl, prometheus=prom)
     t0 = time.monotonic()
     try:
         for s in scheds:
@@ -1042,6 +1135,8 @@ def run_scenario(
             proxy.stop()
         if extender is not None:
             extender.stop()
+        if prom is not None:
+            prom.stop()
         wl.teardown()
     summary = {**checker.summary(), **{k: before_probe[k] for k in ("pods", "bound", "pending")}}
     result: dict[str, Any] = {
