@@ -11,13 +11,17 @@ process for minutes, which is too slow for ``make test``; a short smoke of one s
   pods that never get a scheduling attempt.
 - ``workload.py``: the driver: Deployments scaled up and down, bare pods of mixed sizes and priorities
   (preemption), pods with required anti-affinity and topology spread, pods deleted while pending, nodes
-  added, cordoned and deleted.
+  added, cordoned and deleted; for the soak, several driver threads and a cap on the pods alive
+  (steady churn).
 - ``proxy.py``: a TCP proxy (TLS passed through) that resets, refuses and slows connections.
 - ``httpproxy.py``: a TLS-terminating HTTP proxy (a certificate from the cluster's own CA) that answers
   429 with Retry-After, 500, 503, loses answers after the API server acted, holds answers or requests
-  back, and logs every request so the harness can read the client's retries and their spacing.
+  back, ends every open watch on command (so re-connections meet a fault), and logs every request so
+  the harness can read the client's retries and their spacing.
 - ``extender.py``: a real extender process (filter, prioritize, bind) whose answers are made slow, 500,
   garbage or refused on command.
+- ``prometheus.py``: a stand-in Prometheus process for the NetworkTraffic plugin, refused, a black hole,
+  a trickle, 503 or garbage on command.
 - ``__main__.py``: the scenarios (one fault each), the figures, a capacity probe after each scenario
   (a whole-node pod pinned to every node must bind: nothing leaked), and the one-line summary; exits 1
   when any pod was lost, any node overcommitted or leaked, or any pod bound twice or misplaced.

@@ -41,7 +41,11 @@ LEASE_S, RENEW_S, RETRY_S = 6, 4, 1
 
 
 def config(
-    ns: str, qps: int = 200, extenders: list[dict[str, Any]] | None = None, gangs: bool = False
+    ns: str,
+    qps: int = 200,
+    extenders: list[dict[str, Any]] | None = None,
+    gangs: bool = False,
+    prometheus: str | None = None,
 ) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -66,6 +70,21 @@ def config(
         }
         cfg["profiles"][0]["pluginConfig"] = [
             {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": GANG_WAIT_S}}
+        ]
+    if prometheus:  # NetworkTraffic scores by the stand-in Prometheus (PreScore too: a failure skips it)
+        cfg["profiles"][0]["plugins"] = {
+            "preScore": {"enabled": [{"name": "NetworkTraffic"}]},
+            "score": {"enabled": [{"name": "NetworkTraffic", "weight": 1}]},
+        }
+        cfg["profiles"][0]["pluginConfig"] = [
+            {
+                "name": "NetworkTraffic",
+                "args": {
+                    "prometheusAddress": prometheus,
+                    "timeoutSeconds": PROM_TIMEOUT_S,
+                    "cacheSeconds": PROM_CACHE_S,
+                },
+            }
         ]
     return cfg
 
@@ -199,6 +218,26 @@ class ExtenderProcess(Controlled):
         }
 
 
+class PrometheusProcess(Controlled):
+    """bench/chaos/prometheus.py as its own process: answers NetworkTraffic's query for the pool's nodes,
+    or is down, a black hole, a trickle, a 503 or garbage on command."""
+
+    def __init__(self, pool: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.chaos.prometheus", "--prefix", pool, "--count", "5000"],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        _, port, _, control = self.proc.stdout.readline().split()
+        self.port, self.control = int(port), int(control)
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
 @dataclass
 class Ctx:
     cluster: LocalCluster
@@ -209,6 +248,7 @@ class Ctx:
     proxy: ProxyProcess | None = None
     extender: ExtenderProcess | None = None
     workload: Workload | None = None
+    prometheus: PrometheusProcess | None = None
 
 
 def holder(ctx: Ctx) -> str:
@@ -367,6 +407,35 @@ def f_api_429(ctx: Ctx) -> float:
     """30% of all requests (lists, watches, binds, events, status patches) answered 429 with Retry-After
     2 s before the API server sees them."""
     return _http_fault(ctx, [{"status": 429, "retry_after": 2, "fraction": 0.3}], "30% of requests 429")
+
+
+WATCH_FAULT_S = 24.0
+
+
+def f_api_watch_429(ctx: Ctx) -> float:
+    """Watches throttled: every 6 s the proxy ends every open watch (as the API server does at a watch's
+    timeout); for the first 12 s every watch request is answered 429 with Retry-After 2 s, for the next
+    12 s half of them. The reflectors must wait (Retry-After, their backoff), re-watch from their last
+    resourceVersion without relisting, and miss no event: the pods created meanwhile are scheduled."""
+    proxy = ctx.proxy
+    assert isinstance(proxy, HttpProxyProcess)
+    ended = 0
+    start = time.monotonic()
+    for i in range(4):
+        if i == 0:
+            proxy.rule(status=429, retry_after=2, watch=True)
+        elif i == 2:
+            proxy.cmd("clear")
+            proxy.rule(status=429, retry_after=2, watch=True, fraction=0.5)
+        ended += int(proxy.cmd("end-watches"))
+        time.sleep(max(0.0, start + WATCH_FAULT_S / 4 * (i + 1) - time.monotonic()))
+    proxy.cmd("clear")
+    end = time.monotonic()
+    ctx.notes.append(
+        f"watches 429 (Retry-After 2s), all for 12s then half for 12s; {ended} watches ended; proxy "
+        f"{proxy.cmd('stats')}"
+    )
+    return end
 
 
 def f_api_5xx(ctx: Ctx) -> float:
@@ -682,6 +751,50 @@ def f_extender(ctx: Ctx) -> float:
     return end
 
 
+# ------------------------------------------------------------------ Prometheus faults (NetworkTraffic)
+PROM_TIMEOUT_S = 1
+PROM_CACHE_S = 5
+PROM_MODES = ["down", "blackhole", "trickle", "error", "garbage", "ok"]
+PROM_MODE_S = 10.0
+PROM_WARNING = "prometheus query failed; scoring without NetworkTraffic"
+
+
+def f_prometheus(ctx: Ctx) -> float:
+    """NetworkTraffic's Prometheus refuses connections, then accepts and never answers, then answers a
+    byte every 0.2 s, then 503, then HTML, then comes back: 10 s each. Pods must keep being bound in
+    every phase, no PreScore may wait past timeoutSeconds (the stand-in sees when the client hangs up),
+    the failure must be logged at most once a minute, and scoring must use Prometheus again at the end."""
+    prom, sched = ctx.prometheus, ctx.scheds[0]
+    assert prom is not None
+    phases = []
+    for mode in PROM_MODES:
+        before = json.loads(prom.cmd("stats"))["queries"]
+        if (reply := prom.cmd(f"mode {mode}")) != "ok":
+            raise RuntimeError(f"prometheus refused mode {mode}: {reply!r}")
+        start = time.monotonic()
+        time.sleep(PROM_MODE_S)
+        with ctx.checker.lock:
+            lat = [
+                r.bind_times[0] - r.created
+                for r in ctx.checker.pods.values()
+                if r.bind_times and start <= r.bind_times[0] < start + PROM_MODE_S
+            ]
+        after = json.loads(prom.cmd("stats"))["queries"]
+        asked = after.get(mode, 0) - before.get(mode, 0)
+        phases.append(f"{mode}: {len(lat)} binds, p99 create->bind {p99(lat):.2f}s, {asked} queries")
+    end = time.monotonic()
+    stats = json.loads(prom.cmd("stats"))
+    warnings = [x for x in sched.log_lines() if x.get("event") == PROM_WARNING]
+    ctx.notes.append("; ".join(phases))
+    held = {k: f"max {max(v):.2f}s (n={len(v)})" for k, v in stats["held"].items() if v}
+    ctx.notes.append(f"client hung up after (timeoutSeconds {PROM_TIMEOUT_S}): {held}")
+    ctx.notes.append(
+        f"{len(warnings)} '{PROM_WARNING}' warnings in the scheduler's log: "
+        + ", ".join(f"{w.get('error', '')[:60]!r} (failures {w.get('failures')})" for w in warnings)
+    )
+    return end
+
+
 def _quantiles(v: list[float]) -> str:
     if not v:
         return "none"
@@ -700,6 +813,8 @@ def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
     body) came again. 429: the gap must be at least Retry-After; 5xx: the gaps grow (exponential backoff;
     for a watch, the reflector's). Also: binds retried after a lost answer that met 409, and requests
     whose last attempt failed."""
+    ended = [r for r in reqs if "ended_watch" in r]
+    reqs = [r for r in reqs if "m" in r]
     by_key: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in reqs:
         by_key.setdefault((r["m"], r["p"], r.get("b", 0)), []).append(r)
@@ -743,7 +858,42 @@ def retry_figures(reqs: list[dict[str, Any]]) -> dict[str, Any]:
         out["binds retried after a lost answer, answered 409"] = bind_409_after_lost
     out["failed for good (last attempt failed)"] = gave_up
     out.update(_held_back_figures(reqs, by_key))
+    out.update(watch_figures(reqs, ended))
     return out
+
+
+def watch_figures(reqs: list[dict[str, Any]], ended: list[dict[str, Any]]) -> dict[str, Any]:
+    """Watches ended by the proxy (``end-watches``): per ended watch, how long until a watch of the same
+    collection was open again (answered 200), how many of its re-connections were refused on the way,
+    and whether the client relisted (a plain GET of that collection) instead of re-watching from its
+    resourceVersion."""
+    if not ended:
+        return {}
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for r in reqs:
+        if r["m"] == "GET":
+            by_path.setdefault(r["p"], []).append(r)
+    back: list[float] = []
+    refused: list[int] = []
+    relists = 0
+    never = 0
+    for e in ended:
+        rs = [r for r in by_path.get(e["ended_watch"], []) if r["t"] >= e["t"]]
+        ok = next((r for r in rs if r.get("watch") and r["status"] == 200), None)
+        if ok is None:
+            never += 1
+            continue
+        back.append(ok["t"] - e["t"])
+        before = [r for r in rs if r["t"] <= ok["t"]]
+        refused.append(sum(1 for r in before if r.get("watch") and r["status"] != 200))
+        relists += sum(1 for r in before if not r.get("watch"))
+    return {
+        "watches ended by the proxy": len(ended),
+        "ended watch -> open again": _quantiles(back),
+        "re-connections refused before it opened (per ended watch)": _quantiles([float(n) for n in refused]),
+        "relists instead of a re-watch": relists,
+        "never re-opened": never,
+    }
 
 
 def _held_back_figures(
@@ -780,6 +930,7 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     # process is frozen: without bind fencing they are sent on SIGCONT, after the standby took over
     "leader-sigstop-throttled": (f_leader_stop, 2),
     "api-429": (f_api_429, 1),
+    "api-watch-429": (f_api_watch_429, 1),
     "api-5xx": (f_api_5xx, 1),
     "api-lost-response": (f_api_lost_response, 1),
     "api-slow": (f_api_slow, 1),
@@ -788,13 +939,16 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], float], int]] = {  # name -> (fault, 
     "node-deleted-mid-bind": (f_node_deleted_mid_bind, 1),
     "gang-permit-deletes": (f_gang_permit_deletes, 1),
     "pvc-deleted-in-prebind": (f_pvc_deleted_in_prebind, 1),
+    "prometheus-faults": (f_prometheus, 1),
 }
+PROMETHEUS = {"prometheus-faults"}
 GANGS = {"gang-permit-deletes"}
 EXTENDERS = {"extender-faults": False, "extender-faults-ignorable": True}  # name -> ignorable
 THROTTLED = {"leader-sigstop-throttled": 10}
 VIA_PROXY = {"apiserver-resets-latency"}
 VIA_HTTP_PROXY = {
     "api-429",
+    "api-watch-429",
     "api-5xx",
     "api-lost-response",
     "api-slow",
@@ -805,14 +959,16 @@ VIA_HTTP_PROXY = {
 
 # ---------------------------------------------------------------------------------------- running
 def proc_stats(pid: int) -> dict[str, int]:
-    """RSS (KiB), threads and fds of a process and its children (the HTTP worker)."""
+    """RSS (KiB), threads, fds and CPU (clock ticks) of a process and its children (the HTTP worker)."""
     pids = [pid]
     with contextlib.suppress(OSError):
         for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
             pids.append(int(child))
-    out = {"rss_kib": 0, "threads": 0, "fds": 0}
+    out = {"rss_kib": 0, "threads": 0, "fds": 0, "cpu_ticks": 0}
     for p in pids:
         with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            out["cpu_ticks"] += int(stat[11]) + int(stat[12])  # utime + stime
             status = Path(f"/proc/{p}/status").read_text()
             out["rss_kib"] += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
             out["threads"] += int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
@@ -843,8 +999,12 @@ def p99(values: list[float]) -> float:
 def soak_minutes(
     t0: float, minutes: float, checker: Checker, sched: SchedulerProcess
 ) -> list[dict[str, Any]]:
-    """Once a minute: the daemon's RSS, threads, fds, queue and cache sizes; binds and p99 create->bind."""
+    """Once a minute: the daemon's RSS, threads, fds, CPU, queue and cache sizes, whether it is still the
+    process started (a restart would show as an exit code); pods created, binds and p99 create->bind."""
     soak_rows: list[dict[str, Any]] = []
+    tick_hz = os.sysconf("SC_CLK_TCK")
+    last_cpu = 0
+    last_pods = 0
     for minute in range(int(minutes)):
         start = time.monotonic()
         time.sleep(max(0.0, t0 + 60 * (minute + 1) - time.monotonic()))
@@ -856,21 +1016,30 @@ def soak_minutes(
             ]
         st = proc_stats(sched.proc.pid) if sched.proc else {}
         g = scheduler_gauges(sched)
+        with checker.lock:
+            created = len(checker.pods)
+        cpu = st.get("cpu_ticks", 0)
         row = {
             "minute": minute + 1,
             "rss_mib": round(st.get("rss_kib", 0) / 1024),
             "threads": st.get("threads"),
             "fds": st.get("fds"),
+            "cpu_s": round((cpu - last_cpu) / tick_hz, 1),
+            "exit_code": sched.proc.poll() if sched.proc else None,
+            "created": created - last_pods,
+            "live": checker.live_pods(),
             "binds": len(lat),
             "p99_s": round(p99(lat), 2),
             "pending": checker.pending_count(),
             "violations": len(checker.violations),
             **g,
         }
+        last_cpu, last_pods = cpu, created
         soak_rows.append(row)
         print(
             f"soak minute {minute + 1}: rss {row['rss_mib']} MiB, threads {row['threads']}, fds "
-            f"{row['fds']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
+            f"{row['fds']}, cpu {row['cpu_s']}s, exit code {row['exit_code']}, created {row['created']}, "
+            f"live {row['live']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
             f"{row['pending']}, violations so far {row['violations']}; queues active {g.get('queue_active')} backoff {g.get('queue_backoff')} "
             f"unschedulable {g.get('queue_unschedulable')}; cache nodes {g.get('cache_nodes')} "
             f"pods {g.get('cache_pods')} assumed {g.get('cache_assumed_pods')}",
@@ -887,12 +1056,15 @@ def run_scenario(
     rate: float,
     soak: bool = False,
     probe: bool = True,
+    workers: int = 1,
+    max_pods: int | None = None,
 ) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.gangs = name in GANGS
+    wl.max_pods = max_pods
     wl.setup()
     proxy: ProxyProcess | None = None
     if name in VIA_PROXY:
@@ -901,23 +1073,30 @@ def run_scenario(
         proxy = HttpProxyProcess(cluster)
     extender = ExtenderProcess(cluster) if name in EXTENDERS else None
     ext_cfg = [extender.config(EXTENDERS[name])] if extender is not None else None
+    prom = PrometheusProcess(ns) if name in PROMETHEUS else None
     scheds = [
         SchedulerProcess(
             proxy.kubeconfig if proxy else cluster.kubeconfig,
-            config(ns, THROTTLED.get(name, 200), ext_cfg, gangs=name in GANGS),
+            config(
+                ns,
+                THROTTLED.get(name, 200),
+                ext_cfg,
+                gangs=name in GANGS,
+                prometheus=prom.address if prom is not None else None,
+            ),
             leader_elect=replicas > 1,
             env={"POD_NAME": f"{name}-{i}"},
             name=f"chaos-{i}",
         )
         for i in range(replicas)
     ]
-    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender, workload=wl)
+    ctx = Ctx(cluster, ns, scheds, checker, proxy=proxy, extender=extender, workload=wl, prometheus=prom)
     t0 = time.monotonic()
     try:
         for s in scheds:
             s.start()
         duration = minutes * 60
-        wl.start(duration, rate)
+        wl.start(duration, rate, workers)
         fault_end = None
         soak_rows: list[dict[str, Any]] = []
         if soak:
@@ -956,6 +1135,8 @@ def run_scenario(
             proxy.stop()
         if extender is not None:
             extender.stop()
+        if prom is not None:
+            prom.stop()
         wl.teardown()
     summary = {**checker.summary(), **{k: before_probe[k] for k in ("pods", "bound", "pending")}}
     result: dict[str, Any] = {
@@ -991,13 +1172,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=50, help="initial KWOK nodes per scenario (default 50)")
     ap.add_argument("--rate", type=float, default=8.0, help="workload actions per second (default 8)")
     ap.add_argument("--soak", action="store_true", help="no fault; print RSS, threads, fds, p99 per minute")
+    ap.add_argument("--workers", type=int, default=1, help="workload threads sharing --rate (default 1)")
+    ap.add_argument(
+        "--max-pods",
+        type=int,
+        default=0,
+        help="steady churn: at most this many bare pods alive, deletions picked from the driver's own "
+        "record (default 0: no cap, deletions picked by listing)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the per-scenario figures as JSON here")
     args = ap.parse_args(argv)
     names = ["baseline"] if args.soak else (args.scenario or list(SCENARIOS))
     results = []
     with LocalCluster(with_controller_manager=True, name="chaos") as cluster:
         for name in names:
-            r = run_scenario(cluster, name, args.minutes, args.nodes, args.rate, soak=args.soak)
+            r = run_scenario(
+                cluster,
+                name,
+                args.minutes,
+                args.nodes,
+                args.rate,
+                soak=args.soak,
+                workers=args.workers,
+                max_pods=args.max_pods or None,
+            )
             results.append(r)
             print(
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
@@ -1005,6 +1203,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
                 f"leaked nodes {r['leaked']}, preempted {r['preempted']}, "
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
+                flush=True,
+            )
+            acts = r["actions"]
+            print(
+                f"  workload: {sum(acts.values())} actions ({sum(acts.values()) / (args.minutes * 60):.1f}/s of "
+                f"{args.rate}), {r['workload_errors']} failed: {dict(sorted(acts.items()))}",
                 flush=True,
             )
             for k, v in (r.get("retries") or {}).items():

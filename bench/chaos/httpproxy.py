@@ -29,7 +29,11 @@ FILE`` prints ``listening <port> control <port>``. One-line commands on the cont
 - ``clear``: removes every rule;
 - ``held``: one JSON line: what is held right now (``delay`` before): a Binding's target node, else the
   request's path;
-- ``stats``: one JSON line: requests and injected faults per status.
+- ``stats``: one JSON line: requests and injected faults per status;
+- ``end-watches``: ends every watch being relayed as kube-apiserver ends one at its timeout (the
+  chunked stream's last chunk, then the connection is closed); answers how many. Watches otherwise
+  live 5-10 minutes, so this is how a fault reaches the watches' re-connections: with a ``watch: true``
+  rule in place, the clients' next watch requests meet it.
 
 Every request is logged to ``--log`` as a JSON line: monotonic time, method, path (no query), a CRC of
 the body, watch
@@ -252,6 +256,8 @@ class HttpFaultProxy:
         self.injected: dict[str, int] = {}
         self.ids = itertools.count(1)
         self.held: dict[int, str] = {}  # request id -> a held Binding's node, or a held request's path
+        # conn -> a watch being relayed: (client writer, relay task, path)
+        self.watching: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[Any], str]] = {}
 
     def _record(self, **kv: Any) -> None:
         self.log.write(json.dumps(kv) + "\n")
@@ -323,16 +329,37 @@ class HttpFaultProxy:
                 cw.write(rhead)
                 await cw.drain()
                 if not no_body:
-                    await relay_body(ur, cw, rhdrs, until_close)
+                    await self._relay(conn, path, watch and status == 200, ur, cw, rhdrs, until_close)
                 if until_close:
                     break
         except (Closed, ConnectionError, OSError, asyncio.IncompleteReadError, ValueError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:  # end-watches
             pass
         finally:
             for w in (cw, up[1] if up else None):
                 if w is not None:
                     with contextlib.suppress(Exception):
                         w.close()
+
+    async def _relay(
+        self,
+        conn: int,
+        path: str,
+        watch: bool,
+        ur: asyncio.StreamReader,
+        cw: asyncio.StreamWriter,
+        rhdrs: dict[str, str],
+        until_close: bool,
+    ) -> None:
+        """Relay an answer's body; a watch's is registered meanwhile, for ``end-watches``."""
+        task = asyncio.current_task()
+        if watch and task is not None:
+            self.watching[conn] = (cw, task, path)
+        try:
+            await relay_body(ur, cw, rhdrs, until_close)
+        finally:
+            self.watching.pop(conn, None)
 
     async def _hold(self, rule: Rule, path: str, body: bytes) -> None:
         rid = next(self.ids)
@@ -355,6 +382,18 @@ class HttpFaultProxy:
             *self.upstream, ssl=self.upstream_ctx, server_hostname=self.upstream[0], limit=MAX_HEAD
         )
 
+    def end_watches(self) -> int:
+        """End every relayed watch cleanly: the last chunk (written between two relayed chunks: one
+        relayed chunk is one write), then the relay is cancelled and both connections closed."""
+        ended = list(self.watching.items())
+        self.watching.clear()
+        for conn, (cw, task, path) in ended:
+            with contextlib.suppress(Exception):
+                cw.write(b"0\r\n\r\n")
+            task.cancel()
+            self._record(t=round(time.monotonic(), 4), conn=conn, ended_watch=path)
+        return len(ended)
+
     def _count(self, rule: Rule) -> None:
         key = (
             str(rule.status) + ("-after" if rule.when == "after" and rule.status else "")
@@ -375,6 +414,8 @@ class HttpFaultProxy:
                     reply = "ok"
                 elif cmd == "held":
                     reply = json.dumps(sorted({n for n in self.held.values() if n}))
+                elif cmd == "end-watches":
+                    reply = str(self.end_watches())
                 elif cmd == "stats":
                     self.log.flush()
                     reply = json.dumps({"requests": self.requests, "injected": self.injected})

@@ -64,10 +64,16 @@ class Workload:
         self.initial_nodes = nodes
         self.deployments = [f"web-{i}" for i in range(3)]
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.actions: dict[str, int] = {}
         self.n_gangs = 0
         self.gangs = False  # also create Coscheduling gangs (the scheduler must run Coscheduling)
+        # steady churn (the soak): ``max_pods`` caps the bare pods alive; past it a create becomes a
+        # delete, so deletions keep pace with creations. Bare pods to delete are picked from this
+        # driver's own record (no LIST of thousands of pods per action on a busy API server).
+        self.max_pods: int | None = None
+        self.live: list[str] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -99,18 +105,21 @@ class Workload:
             )
 
     def add_nodes(self, count: int) -> None:
+        with self._lock:
+            start = self.next_node
+            self.next_node += count
         names = self.cluster.create_nodes(
             count,
             prefix=f"{self.pool}",
-            start=self.next_node,
+            start=start,
             labels={"chaos-pool": self.pool},
             zones=ZONES,
             cpu="4",
             memory="16Gi",
             pods=30,
         )
-        self.next_node += count
-        self.node_names.extend(names)
+        with self._lock:
+            self.node_names.extend(names)
 
     def recreate_node(self, name: str) -> None:
         """Create a node again under a name this workload gave (same index: same zone, labels, size)."""
@@ -157,11 +166,11 @@ class Workload:
         return names
 
     # ------------------------------------------------------------------ actions
-    def _create_pod(self, extra: str = "") -> None:
-        spec = pod_spec(self.rng, self.pool)
+    def _create_pod(self, rng: random.Random, extra: str = "") -> None:
+        spec = pod_spec(rng, self.pool)
         labels = {"chaos": "bare"}
         if extra == "anti":
-            group = f"g{self.rng.randrange(4)}"
+            group = f"g{rng.randrange(4)}"
             labels = {"group": group}
             spec["affinity"] = {
                 "podAntiAffinity": {
@@ -183,17 +192,26 @@ class Workload:
                     "labelSelector": {"matchLabels": {"spread": "s"}},
                 }
             ]
-        self.n_pods += 1
+        with self._lock:
+            self.n_pods += 1
+            name = f"p-{self.n_pods}"
         self._api(
             "POST",
             f"/api/v1/namespaces/{self.ns}/pods",
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"p-{self.n_pods}", "labels": labels},
-                "spec": spec,
-            },
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec},
         )
+        with self._lock:
+            self.live.append(name)
+
+    def _delete_live_pod(self, rng: random.Random) -> None:
+        """Delete a bare pod this driver created (bound or pending), from its own record."""
+        with self._lock:
+            if not self.live:
+                return
+            i = rng.randrange(len(self.live))
+            self.live[i], self.live[-1] = self.live[-1], self.live[i]
+            name = self.live.pop()
+        self._api("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{name}?gracePeriodSeconds=0")
 
     def _api(self, method: str, path: str, body: Any = None) -> Any:
         if method == "PATCH_MERGE":
@@ -215,20 +233,25 @@ class Workload:
             [p["metadata"]["name"] for p in (out or {}).get("items") or []] if isinstance(out, dict) else []
         )
 
-    def tick(self) -> None:
-        r = self.rng.random()
+    def tick(self, rng: random.Random | None = None) -> None:
+        rng = rng or self.rng
+        r = rng.random()
+        steady = self.max_pods is not None
+        if steady and len(self.live) >= (self.max_pods or 0) and 0.12 <= r < 0.55:
+            r = 0.80  # at the cap: this create becomes a delete
+
         if self.gangs and r < 0.12:
-            self.create_gang(self.rng.randrange(2, 5), unschedulable_member=self.rng.random() < 0.3)
+            self.create_gang(rng.randrange(2, 5), unschedulable_member=rng.random() < 0.3)
             act = "create-gang"
         elif r < 0.55:
-            self._create_pod(self.rng.choice(["", "", "", "anti", "spread"]))
+            self._create_pod(rng, rng.choice(["", "", "", "anti", "spread"]))
             act = "create-pod"
         elif r < 0.65:
-            name = self.rng.choice(self.deployments)
+            name = rng.choice(self.deployments)
             self._api(
                 "PATCH_MERGE",
                 f"/apis/apps/v1/namespaces/{self.ns}/deployments/{name}/scale",
-                {"spec": {"replicas": self.rng.randrange(0, 12)}},
+                {"spec": {"replicas": rng.randrange(0, 12)}},
             )
             act = "scale-deployment"
         elif r < 0.75:
@@ -236,51 +259,74 @@ class Workload:
             if pending:
                 self._api(
                     "DELETE",
-                    f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(pending)}?gracePeriodSeconds=0",
+                    f"/api/v1/namespaces/{self.ns}/pods/{rng.choice(pending)}?gracePeriodSeconds=0",
                 )
             act = "delete-pending-pod"
+        elif r < 0.88 and steady:
+            self._delete_live_pod(rng)
+            act = "delete-pod"
         elif r < 0.88:
             bound = self._pods(pending=False)
             if bound:
                 self._api(
                     "DELETE",
-                    f"/api/v1/namespaces/{self.ns}/pods/{self.rng.choice(bound)}?gracePeriodSeconds=0",
+                    f"/api/v1/namespaces/{self.ns}/pods/{rng.choice(bound)}?gracePeriodSeconds=0",
                 )
             act = "delete-bound-pod"
         elif r < 0.93:
             self.add_nodes(1)
             act = "add-node"
         elif r < 0.97 and len(self.node_names) > 2:
-            name = self.rng.choice(self.node_names)
-            self._api(
-                "PATCH_MERGE", f"/api/v1/nodes/{name}", {"spec": {"unschedulable": self.rng.random() < 0.7}}
-            )
+            name = rng.choice(self.node_names)
+            self._api("PATCH_MERGE", f"/api/v1/nodes/{name}", {"spec": {"unschedulable": rng.random() < 0.7}})
             act = "cordon-node"
         elif len(self.node_names) > 2:
-            name = self.node_names.pop(self.rng.randrange(len(self.node_names)))
+            with self._lock:
+                name = self.node_names.pop(rng.randrange(len(self.node_names)))
             self._api("DELETE", f"/api/v1/nodes/{name}")
             act = "delete-node"
         else:
             act = "idle"
-        self.actions[act] = self.actions.get(act, 0) + 1
+        with self._lock:
+            self.actions[act] = self.actions.get(act, 0) + 1
 
-    def run(self, seconds: float, rate: float) -> None:
+    def run(self, seconds: float, rate: float, rng: random.Random | None = None) -> None:
+        """Ticks at ``rate`` per second for ``seconds``; a tick that overruns delays the next ones
+        (closed loop), so the achieved rate is in ``actions``."""
         end = time.monotonic() + seconds
         while time.monotonic() < end and not self._stop.is_set():
             t0 = time.monotonic()
             try:
-                self.tick()
+                self.tick(rng)
             except Exception as e:  # an API server that is down for a fault: keep driving
-                self.errors.append(repr(e)[:200])
+                with self._lock:
+                    self.errors.append(repr(e)[:200])
             self._stop.wait(max(0.0, 1.0 / rate - (time.monotonic() - t0)))
 
-    def start(self, seconds: float, rate: float) -> None:
-        self._thread = threading.Thread(target=self.run, args=(seconds, rate), name="workload", daemon=True)
-        self._thread.start()
+    def start(self, seconds: float, rate: float, workers: int = 1) -> None:
+        """``workers`` threads share ``rate``, each with its own seeded random stream (one slow API
+        call then delays only a share of the actions)."""
+        if workers <= 1:
+            self._threads = [
+                threading.Thread(target=self.run, args=(seconds, rate), name="workload", daemon=True)
+            ]
+        else:
+            seed = self.rng.randrange(1 << 30)
+            self._threads = [
+                threading.Thread(
+                    target=self.run,
+                    args=(seconds, rate / workers, random.Random(seed + i)),
+                    name=f"workload-{i}",
+                    daemon=True,
+                )
+                for i in range(workers)
+            ]
+        for t in self._threads:
+            t.start()
 
     def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        for t in self._threads:
+            t.join()
 
     def teardown(self) -> None:
         self._stop.set()

@@ -18,10 +18,12 @@ API objects, with no intermediate DeltaFIFO:
   reflector re-watches from the last resourceVersion. A watch that ends within a second without
   an event counts as a failure (no hot loop against a misbehaving server).
 - **Errors.** Connection errors (API server down or restarting) and 429 (throttled, or the watch
-  cache is initializing; ``Retry-After`` honoured) back off and re-watch from the last
-  resourceVersion; 410 relists at once; other API errors back off and relist. The backoff is
-  tenacity's ``wait_exponential_jitter`` (0.8 s doubling to ``backoff_max``, 30 s), reset by success,
-  and it retries until ``stop()``.
+  cache is initializing) back off and re-watch from the last resourceVersion; 410 relists at once;
+  other API errors back off and relist. The backoff is tenacity's ``wait_exponential_jitter`` (0.8 s
+  doubling to ``backoff_max``, 30 s), reset by success, and it retries until ``stop()``. A 429 with
+  ``Retry-After`` is retried after exactly that wait (capped at ``backoff_max``), without growing the
+  backoff, up to ``THROTTLED_RETRIES`` times in a row, as client-go's request retries a watch before its
+  reflector sees the error; past that, the longer of Retry-After and the backoff.
 - **Malformed objects.** If ``parse`` raises (``MalformedObject``, or anything else), the raw object
   and the exception go to ``on_malformed`` and nothing is stored. A key that was stored keeps its
   last good record (so a cache does not forget resources it accounted for); its deletion is still
@@ -103,6 +105,9 @@ def _meta(obj: JSON) -> JSON:
 
 class _ShortWatch(ApiError):
     """A watch that ended within a second without an event."""
+
+
+THROTTLED_RETRIES = 10  # client-go's default maxRetries for a request answered with Retry-After
 
 
 class _Attempt:
@@ -220,6 +225,7 @@ class Reflector(Generic[T]):
 
     def _run(self) -> None:
         attempt = 0
+        throttled = 0  # 429s with Retry-After in a row, retried after Retry-After without backoff
         need_list = True
         while not self._stop.is_set():
             delay: float | None = None
@@ -235,7 +241,7 @@ class Reflector(Generic[T]):
                     break
                 if self.events == events and time.monotonic() - started < 1.0:
                     raise _ShortWatch(0, "ShortWatch", "watch ended without events", "WATCH", self.path)
-                attempt = 0
+                attempt = throttled = 0
                 continue
             except GoneError as e:
                 self._log.info("resource version expired, relisting", error=str(e), resource_version=self._rv)
@@ -252,6 +258,15 @@ class Reflector(Generic[T]):
                 self._log.warning("api server unreachable", error=str(e), attempt=attempt)
             except ApiError as e:
                 self.errors += 1
+                if e.status == 429 and e.retry_after is not None and throttled < THROTTLED_RETRIES:
+                    # The server said when to come back: then, without growing the backoff.
+                    throttled += 1
+                    self._log.info(
+                        "throttled, retrying after Retry-After", error=str(e), retry_after=e.retry_after
+                    )
+                    if self._stop.wait(min(e.retry_after, self._backoff.max)):
+                        break
+                    continue
                 attempt += 1
                 if e.status == 429:
                     # Throttled, or the watch cache is (re)initializing: retry the same call later.

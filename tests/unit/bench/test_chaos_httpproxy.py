@@ -83,3 +83,35 @@ def test_retry_figures_measure_retry_after_backoff_and_lost_answers() -> None:
     assert f["5xx -> retry 2"] == "n=1 min 0.30s median 0.30s max 0.30s"
     assert f["binds retried after a lost answer, answered 409"] == 1
     assert f["failed for good (last attempt failed)"] == {"binds": 1, "other": 0}
+
+
+def test_watch_figures_time_an_ended_watch_until_it_is_open_again() -> None:
+    pods, nodes = "/api/v1/pods", "/api/v1/nodes"
+
+    def watch(t: float, p: str, status: int) -> dict[str, Any]:
+        r = {"t": t, "m": "GET", "p": p, "b": 0, "watch": True, "status": status}
+        return {**r, "injected": "before"} if status == 429 else r
+
+    log = [
+        watch(1.0, pods, 200),
+        watch(1.0, nodes, 200),
+        {"t": 5.0, "conn": 1, "ended_watch": pods},
+        {"t": 5.0, "conn": 2, "ended_watch": nodes},
+        watch(5.01, pods, 429),
+        watch(7.02, pods, 429),
+        watch(9.03, pods, 200),  # back after two refusals, from its resourceVersion
+        watch(5.02, nodes, 429),
+        {"t": 8.0, "m": "GET", "p": nodes, "b": 0, "watch": False, "status": 200},  # relisted
+        watch(8.5, nodes, 200),
+    ]
+    f = retry_figures(sorted(log, key=lambda r: r["t"]))
+    assert f["watches ended by the proxy"] == 2
+    assert f["ended watch -> open again"] == "n=2 min 3.50s median 4.03s max 4.03s"
+    assert (
+        f["re-connections refused before it opened (per ended watch)"]
+        == "n=2 min 1.00s median 2.00s max 2.00s"
+    )
+    assert f["relists instead of a re-watch"] == 1 and f["never re-opened"] == 0
+    assert (
+        f["429 (Retry-After 2s) -> next attempt, watches"] == "n=3 min 2.01s median 2.01s max 2.98s"
+    )  # the relist is the next request there

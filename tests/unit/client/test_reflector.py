@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pyscheduler.client.errors import ApiConnectionError, ApiError, GoneError
-from pyscheduler.client.reflector import Reflector
+from pyscheduler.client.reflector import THROTTLED_RETRIES, Reflector
 from pyscheduler.framework.types import MalformedObject, Pod
 
 
@@ -294,6 +294,38 @@ def test_throttled_watch_is_retried_without_relisting(src: FakeSource) -> None:
         src.send(None)  # the stream ends; the next watch is throttled once, then succeeds
         eventually(lambda: len(src.watch_queues) == 2)
         assert src.list_calls == 1 and src.watch_rvs == ["10", "10", "10"]
+    finally:
+        r.stop()
+
+
+def test_a_watch_throttled_with_retry_after_comes_back_then_not_later(src: FakeSource) -> None:
+    # The reflector's own backoff here starts at 5 s: a reflector that grew it on every 429 would take
+    # 5 s, then 10 s... for these throttled watches; the server asked for 0.02 s each time.
+    src.lists = [([pod("a", "1")], "10")]
+    r = make(src, Recorder(), backoff_initial=5, backoff_max=60).start()
+    try:
+        eventually(lambda: len(src.watch_queues) == 1)
+        throttled = ApiError(429, "TooManyRequests", "too many requests", "WATCH", "/", retry_after=0.02)
+        src.watch_errors = [throttled] * 5
+        src.send(("MODIFIED", pod("a", "11")), None)  # an event, then the stream ends
+        eventually(lambda: len(src.watch_queues) == 2, timeout=3)
+        assert src.list_calls == 1 and src.watch_rvs == ["10"] + ["11"] * 6
+    finally:
+        r.stop()
+
+
+def test_a_watch_throttled_again_and_again_falls_back_to_the_backoff(src: FakeSource) -> None:
+    src.lists = [([pod("a", "1")], "10")]
+    r = make(src, Recorder(), backoff_initial=5, backoff_max=60).start()
+    try:
+        eventually(lambda: len(src.watch_queues) == 1)
+        throttled = ApiError(429, "TooManyRequests", "too many requests", "WATCH", "/", retry_after=0.01)
+        src.watch_errors = [throttled] * (THROTTLED_RETRIES + 2)
+        src.send(("MODIFIED", pod("a", "11")), None)
+        # the first THROTTLED_RETRIES + 1 attempts come at Retry-After; then the 5 s backoff holds it back
+        eventually(lambda: len(src.watch_rvs) == THROTTLED_RETRIES + 2, timeout=3)
+        time.sleep(0.5)
+        assert len(src.watch_rvs) == THROTTLED_RETRIES + 2 and len(src.watch_queues) == 1
     finally:
         r.stop()
 

@@ -10,8 +10,10 @@ Behaviour
   Prometheus is unreachable, too slow, or answers an error, PreScore returns **Skip**: the framework
   leaves NetworkTraffic out of this pod's scoring and the other plugins place the pod (kube's runtime
   fails the pod on a Score Error, so Skip is how "no data" keeps pods flowing). A warning is logged at
-  most once per ``WARN_INTERVAL`` seconds, and the failure is remembered for ``cacheSeconds`` so a dead
-  Prometheus costs one timeout per interval, not one per pod.
+  most once per ``WARN_INTERVAL`` seconds, and the failure is remembered for ``cacheSeconds`` (at least
+  ``FAILURE_HOLD_MIN``, 5 s, even with caching disabled) so a dead Prometheus costs one timeout per
+  interval, not one per pod. ``timeoutSeconds`` bounds the whole fetch, answer included: a Prometheus
+  that trickles its answer is cut off at the deadline like one that never answers.
 - Score: the node's traffic in bytes (the query's value), or ``UNKNOWN`` (-1) for a node the query
   returned nothing for.
 - NormalizeScore: min-max scaling, reversed: the busiest node gets 0, the quietest 100
@@ -81,6 +83,7 @@ NAME = "NetworkTraffic"
 STATE_KEY = f"PreScore{NAME}"
 UNKNOWN = -1
 WARN_INTERVAL = 60.0
+FAILURE_HOLD_MIN = 5.0  # seconds a failure is remembered even when cacheSeconds is shorter
 
 DEFAULT_QUERY = 'sum by ({node_label}) (sum_over_time(node_network_transmit_bytes_total{{device="{{interface}}"}}[{{range}}]))'
 NODE_PLACEHOLDER = "{node}"
@@ -212,7 +215,7 @@ class NetworkTraffic:
         now = self._handle.now()
         ttl = self.args.cache_seconds
         with self._lock:
-            if self._failed_at is not None and now - self._failed_at < ttl:
+            if self._failed_at is not None and now - self._failed_at < max(ttl, FAILURE_HOLD_MIN):
                 return None
             if self._cached_at is None or now - self._cached_at >= ttl:
                 self._cached, self._cached_at, self._complete = {}, None, False

@@ -14,6 +14,7 @@ from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.runtime import Framework, ProfilePlugins
 from pyscheduler.framework.status import Code
 from pyscheduler.plugins.examples.network_traffic import (
+    FAILURE_HOLD_MIN,
     NAME,
     PLUGIN,
     STATE_KEY,
@@ -209,6 +210,25 @@ def test_unreachable_prometheus_skips_and_warns_once_per_interval() -> None:
     assert st is None and scores == {"quiet": 100, "busy": 0, "mid": 50}
 
 
+def test_a_failure_is_remembered_even_with_caching_disabled() -> None:
+    # cacheSeconds 0 re-asks Prometheus every cycle; a dead one must not cost every pod a timeout.
+    clock = FakeClock()
+    client = FakeClient(error="timed out")
+    pl, infos, rec = setup(client, clock, cache_seconds=0)
+    for _ in range(3):
+        assert run_scoring(pl, infos)[0].is_skip()
+    assert len(client.queries) == 1 and len(rec.warnings) == 1
+    clock.advance(FAILURE_HOLD_MIN)
+    assert run_scoring(pl, infos)[0].is_skip()
+    assert len(client.queries) == 2
+    client.error = ""
+    client.by_node = {"quiet": 1, "busy": 3, "mid": 2}
+    clock.advance(FAILURE_HOLD_MIN)
+    assert run_scoring(pl, infos)[1] == {"quiet": 100, "busy": 0, "mid": 50}
+    run_scoring(pl, infos)
+    assert len(client.queries) == 4  # caching disabled again once it answers
+
+
 def test_skip_leaves_the_plugin_out_of_the_framework_scores() -> None:
     """Through the real runtime: with Prometheus down the pod is still scored (by the others)."""
     client = FakeClient(error="timed out")
@@ -390,6 +410,20 @@ class _Api(http.server.BaseHTTPRequestHandler):
         type(self).queries.append(parse_qs(u.query)["query"][0])
         if self.mode == "slow":
             self.release.wait(10)
+        if self.mode.startswith("trickle"):  # one byte every 50 ms: each read waits less than the timeout
+            body = _answer("vector", [{"metric": {"instance": "n1"}, "value": [1, "42"]}])
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            whole = head.encode() + body
+            if self.mode == "trickle-body":
+                self.wfile.write(head.encode())
+                whole = body
+            for i in range(len(whole)):
+                if self.release.is_set():
+                    return
+                self.wfile.write(whole[i : i + 1])
+                self.wfile.flush()
+                time.sleep(0.05)
+            return
         if self.mode == "bad":
             body = json.dumps(
                 {"status": "error", "errorType": "bad_data", "error": "1:5: parse error"}
@@ -441,6 +475,18 @@ def test_client_times_out_on_a_slow_server(api: Any) -> None:
     start = time.monotonic()
     with pytest.raises(PrometheusError):
         PrometheusClient(api.address).query("up", 0.2)
+    assert time.monotonic() - start < 2
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("mode", ["trickle-head", "trickle-body"])
+def test_client_timeout_bounds_the_whole_query_not_each_read(api: Any, mode: str) -> None:
+    # The answer arrives a byte at a time, each within the timeout: ~6 s to read it all. The scheduling
+    # cycle waiting on it must get its answer (an error) after the timeout, not after the last byte.
+    api.mode = mode
+    start = time.monotonic()
+    with pytest.raises(PrometheusError, match=r"no answer within 0\.3s"):
+        PrometheusClient(api.address).query("up", 0.3)
     assert time.monotonic() - start < 2
 
 
