@@ -16,7 +16,6 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_rows import (
     I64,
     LabelColumn,
-    RowStore,
     TableLabels,
 )
 from pyscheduler.framework.node_table import NodeTable
@@ -86,9 +85,8 @@ class PluginBase:
     def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args or InterPodAffinityArgs()
         self._handle = handle
-        # per-node caches over the snapshot's NodeTable (see _rows): label codes, per-node matches
+        # label codes per row of the snapshot's NodeTable (see framework/node_rows.py)
         self._labels = TableLabels()
-        self._rows = RowStore()
         # the existing pods' terms by distinct term (see existing_index.py)
         self._existing = ExistingTermsIndex()
         # the existing pods by namespace and labels, per row (see framework/pod_kinds.py)

@@ -40,6 +40,7 @@ from pyscheduler.plugins.inter_pod_affinity.terms import (
     ParsedAffinity,
     parse_affinity,
     pod_matches_all_terms,
+    term_picks,
     terms_of,
 )
 
@@ -259,7 +260,7 @@ class Filtering(PluginBase):
         if kinds is None:
             return False
         for t in s.anti_affinity_terms:
-            cnt = kinds.counts(("anti", t), partial(_term_picks, t))[rows]
+            cnt = kinds.counts(("term", t), partial(term_picks, t))[rows]
             col = labels.column(table, t.topology_key)
             self._accumulate(acc, "anti", t.topology_key, col, col.codes[rows], cnt, cnt > 0)
         if aff_terms:
@@ -434,7 +435,3 @@ def _count_matching_existing(s: PreFilterState, all_nodes: Sequence[NodeInfo]) -
             for t in anti_terms:
                 if t.matches(other, None):
                     update_counts(anti, node, t.topology_key, 1)
-
-
-def _term_picks(t: AffinityTerm, pod: Pod) -> bool:
-    return t.matches(pod, None)

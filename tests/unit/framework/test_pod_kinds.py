@@ -70,7 +70,11 @@ def test_counts_follow_pods_added_removed_and_nodes_replaced() -> None:
                 match = compile_selector(sel)
                 got = index.counts(("sel", ns, sel), selector_picks(ns, match)).tolist()
                 want = [
-                    sum(1 for pi in ni.pods if not pi.pod.deleting and pi.pod.namespace == ns and match(pi.pod.labels))
+                    sum(
+                        1
+                        for pi in ni.pods
+                        if not pi.pod.deleting and pi.pod.namespace == ns and match(pi.pod.labels)
+                    )
                     for ni in table.infos
                 ]
                 assert got == want
