@@ -4,6 +4,7 @@ cache's snapshot changes in place, equal to counting every node's pods."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from pyscheduler.backend.cache import Cache
 from pyscheduler.backend.snapshot import Snapshot
@@ -29,13 +30,18 @@ def _pod(rng: random.Random, name: str, node: str) -> Pod:
 
 
 def _selectors() -> list[tuple[str, LabelSelector]]:
-    raw = [
+    raw: list[dict[str, Any]] = [
         {"matchLabels": {"app": "a"}},
         {"matchLabels": {"app": "b", "tier": "web"}},
         {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
         {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["c"]}]},
     ]
-    return [(ns, LabelSelector.parse(r, "sel")) for r in raw for ns in ("default", "other")]
+    out = []
+    for r in raw:
+        sel = LabelSelector.parse(r, "sel")
+        assert sel is not None
+        out += [(ns, sel) for ns in ("default", "other")]
+    return out
 
 
 def test_counts_follow_pods_added_removed_and_nodes_replaced() -> None:
