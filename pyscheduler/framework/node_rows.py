@@ -13,8 +13,8 @@ Filter / Score look a node label up per node. Most of that is the same from one 
   stamp equals the generation the table holds for the row, and recomputed otherwise. Callers only pass
   rows that ``NodeTable.rows`` vouched for (their generations are those of the NodeInfos passed).
 
-- ``RowKeyed``: per row, a small map topology key -> (sum, hits) (InterPodAffinity's weights of the
-  terms that match), stamped the same way.
+Counts of the pods a selector picks are kept by ``pod_kinds.PodKindIndex`` instead (current for every
+selector at once); PodTopologySpread still uses ``RowStore`` when that index cannot be brought to the table.
 
 The caches hold no per-pod state; keys name everything the value depends on.
 """
@@ -185,58 +185,17 @@ class RowInts:
         return self.values[rows]
 
 
-class RowKeyed:
-    """Per table row, a small map topology key -> (sum, hits), held as one pair of arrays per key,
-    each row stamped with the generation it was computed for."""
-
-    __slots__ = ("gens", "hits", "size", "sums")
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.gens: I64 = np.full(size, -1, dtype=np.int64)
-        self.sums: dict[str, I64] = {}
-        self.hits: dict[str, I64] = {}
-
-    def refresh(
-        self,
-        rows: I64,
-        gens: I64,
-        nodes: Sequence[NodeInfo],
-        fn: Callable[[NodeInfo], dict[str, list[int]]],
-    ) -> None:
-        """Recompute the rows of ``nodes`` (``nodes[k]`` at ``rows[k]``, generation ``gens[k]``) whose
-        stamp differs; ``fn`` returns key -> [sum, hits] for one node."""
-        stale = np.flatnonzero(self.gens[rows] != gens)
-        if not len(stale):
-            return
-        sums = self.sums
-        hits = self.hits
-        for k in stale.tolist():
-            r = rows[k]
-            for arr in sums.values():
-                arr[r] = 0
-            for arr in hits.values():
-                arr[r] = 0
-            for key, (total, n) in fn(nodes[k]).items():
-                if key not in sums:
-                    sums[key] = np.zeros(self.size, dtype=np.int64)
-                    hits[key] = np.zeros(self.size, dtype=np.int64)
-                sums[key][r] = total
-                hits[key][r] = n
-            self.gens[r] = gens[k]
-
-
 class RowStore:
-    """RowInts / RowKeyed by key, for one table size; the oldest are dropped beyond ``limit``."""
+    """RowInts by key, for one table size; the oldest are dropped beyond ``limit``."""
 
     __slots__ = ("_entries", "_size", "limit")
 
     def __init__(self, limit: int = 64) -> None:
-        self._entries: dict[Hashable, RowInts | RowKeyed] = {}
+        self._entries: dict[Hashable, RowInts] = {}
         self._size = -1
         self.limit = limit
 
-    def _get(self, key: Hashable, size: int) -> RowInts | RowKeyed | None:
+    def _get(self, key: Hashable, size: int) -> RowInts | None:
         if size != self._size:
             self._entries = {}
             self._size = size
@@ -250,12 +209,6 @@ class RowStore:
         e = self._get(key, size)
         if not isinstance(e, RowInts):
             e = self._entries[key] = RowInts(size)
-        return e
-
-    def keyed(self, key: Hashable, size: int) -> RowKeyed:
-        e = self._get(key, size)
-        if not isinstance(e, RowKeyed):
-            e = self._entries[key] = RowKeyed(size)
         return e
 
 

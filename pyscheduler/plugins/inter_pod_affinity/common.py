@@ -16,10 +16,10 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_rows import (
     I64,
     LabelColumn,
-    RowStore,
     TableLabels,
 )
 from pyscheduler.framework.node_table import NodeTable
+from pyscheduler.framework.pod_kinds import PodKindIndex
 from pyscheduler.framework.types import Node
 from pyscheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from pyscheduler.plugins.inter_pod_affinity.existing_index import ExistingTermsIndex
@@ -85,11 +85,12 @@ class PluginBase:
     def __init__(self, args: InterPodAffinityArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args or InterPodAffinityArgs()
         self._handle = handle
-        # per-node caches over the snapshot's NodeTable (see _rows): label codes, per-node matches
+        # label codes per row of the snapshot's NodeTable (see framework/node_rows.py)
         self._labels = TableLabels()
-        self._rows = RowStore()
         # the existing pods' terms by distinct term (see existing_index.py)
         self._existing = ExistingTermsIndex()
+        # the existing pods by namespace and labels, per row (see framework/pod_kinds.py)
+        self._kinds = PodKindIndex()
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -104,6 +105,11 @@ class PluginBase:
         """The index of the existing pods' terms, brought to the snapshot's table; None when the table
         is behind its NodeInfos (then node by node)."""
         return self._existing if self._existing.refresh(table) else None
+
+    def _pod_kinds(self, table: NodeTable) -> PodKindIndex | None:
+        """The existing pods by kind, brought to the snapshot's table; None when the table is behind
+        its NodeInfos (then node by node)."""
+        return self._kinds if self._kinds.refresh(table) else None
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The labels of the pod's namespace; None (no labels) when it is not known."""

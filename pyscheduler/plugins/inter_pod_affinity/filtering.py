@@ -4,6 +4,7 @@ its add/remove extensions for preemption, and Filter node by node and over a Nod
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from pyscheduler.plugins.inter_pod_affinity.terms import (
     ParsedAffinity,
     parse_affinity,
     pod_matches_all_terms,
+    term_picks,
     terms_of,
 )
 
@@ -229,15 +231,14 @@ class Filtering(PluginBase):
             return False
         anti_nodes: Sequence[NodeInfo] = snap.have_pods_with_required_anti_affinity_list()
         aff_terms = s.affinity_terms
-        if not anti_nodes and not aff_terms and not s.anti_affinity_terms:
+        own_terms = bool(aff_terms or s.anti_affinity_terms)
+        if not anti_nodes and not own_terms:
             return True  # nothing to count
-        anti_rows = rows_of(table, anti_nodes)
-        if anti_rows is None:
-            return False
-        rows = rows_of(table, all_nodes) if aff_terms or s.anti_affinity_terms else anti_rows
+        # the nodes must be the table's rows; the index below covers every row, so checking the
+        # larger list is enough when the pod has terms of its own
+        rows = rows_of(table, all_nodes if own_terms else anti_nodes)
         if rows is None:
             return False
-        size = table.size
         labels = self._labels
         acc: dict[tuple[str, str], tuple[LabelColumn, I64]] = {}
 
@@ -249,23 +250,21 @@ class Filtering(PluginBase):
             for tk, cnt in index.anti_rows(pod, s.namespace_labels).items():
                 col = labels.column(table, tk)
                 self._accumulate(acc, "existing", tk, col, col.codes, cnt, cnt > 0)
+        if not own_terms:
+            for (kind, tk), (col, arr) in acc.items():
+                s.set_arrays(kind, tk, col, arr)
+            return True
 
-        # existing pods matching the incoming pod's required (anti-)affinity
-        gens = table.generation[rows]
+        # existing pods matching the incoming pod's required (anti-)affinity: one match per pod kind
+        kinds = self._pod_kinds(table)
+        if kinds is None:
+            return False
         for t in s.anti_affinity_terms:
-
-            def anti_matches(ni: NodeInfo, t: AffinityTerm = t) -> int:
-                return sum(1 for epi in ni.pods if t.matches(epi.pod, None))
-
-            cnt = self._rows.ints(("anti", t), size).get(rows, gens, all_nodes, anti_matches)
+            cnt = kinds.counts(("term", t), partial(term_picks, t))[rows]
             col = labels.column(table, t.topology_key)
             self._accumulate(acc, "anti", t.topology_key, col, col.codes[rows], cnt, cnt > 0)
         if aff_terms:
-
-            def aff_matches(ni: NodeInfo) -> int:
-                return sum(1 for epi in ni.pods if pod_matches_all_terms(aff_terms, epi.pod))
-
-            cnt = self._rows.ints(("affinity", aff_terms), size).get(rows, gens, all_nodes, aff_matches)
+            cnt = kinds.counts(("affinity", aff_terms), partial(pod_matches_all_terms, aff_terms))[rows]
             for t in aff_terms:
                 col = labels.column(table, t.topology_key)
                 self._accumulate(acc, "affinity", t.topology_key, col, col.codes[rows], cnt, cnt > 0)

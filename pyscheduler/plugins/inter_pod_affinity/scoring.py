@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     WeightedAffinityTerm,
     parse_affinity,
+    term_picks,
     terms_of,
 )
 
@@ -133,7 +135,10 @@ class Scoring(PluginBase):
             for k, (sums, present) in index.score_rows(q.pod, q.ns_labels, q.hard_weight).items()
         }
         if q.has_constraints and (q.pref_aff or q.pref_anti):
-            for k, (add, hits) in self._incoming_parts(table, rows, q).items():
+            incoming = self._incoming_parts(table, rows, q)
+            if incoming is None:
+                return None
+            for k, (add, hits) in incoming.items():
                 prev = parts.get(k)
                 if prev is None:
                     parts[k] = (add, hits)
@@ -150,28 +155,27 @@ class Scoring(PluginBase):
 
     def _incoming_parts(
         self, table: NodeTable, rows: I64 | None, q: _ScoreQuery
-    ) -> dict[str, tuple[I64, Mask]]:
+    ) -> dict[str, tuple[I64, Mask]] | None:
         """The incoming pod's preferred terms against every existing pod, per topology key: weights and
-        hits per scanned row (all rows when ``rows`` is None). Independent of the incoming pod's labels,
-        so the per-row counts are cached per term set."""
-        pref_aff, pref_anti = q.pref_aff, q.pref_anti
-        scan_rows = rows if rows is not None else np.arange(table.size)
-        rk = self._rows.keyed(("incoming", pref_aff, pref_anti), table.size)
-
-        def node_score(ni: NodeInfo) -> dict[str, list[int]]:
-            out: dict[str, list[int]] = {}
-            for epi in ni.pods:
-                for key, value in _incoming_hits(pref_aff, pref_anti, epi.pod):
-                    e = out.setdefault(key, [0, 0])
-                    e[0] += value
-                    e[1] += 1
-            return out
-
-        rk.refresh(scan_rows, table.generation[scan_rows], q.scan, node_score)
-        return {
-            k: (sums, rk.hits[k] > 0) if rows is None else (sums[rows], rk.hits[k][rows] > 0)
-            for k, sums in rk.sums.items()
-        }
+        hits per scanned row (all rows when ``rows`` is None); None when the table is behind its
+        NodeInfos. Each term's per-row counts come from the pods by kind (framework/pod_kinds.py)."""
+        kinds = self._pod_kinds(table)
+        if kinds is None:
+            return None
+        out: dict[str, tuple[I64, Mask]] = {}
+        for terms, sign in ((q.pref_aff, 1), (q.pref_anti, -1)):
+            for w in terms:
+                t = w.term
+                cnt = kinds.counts(("term", t), partial(term_picks, t))
+                if rows is not None:
+                    cnt = cnt[rows]
+                hit = out.get(t.topology_key)
+                if hit is None:
+                    out[t.topology_key] = (cnt * (sign * w.weight), cnt > 0)
+                else:
+                    hit[0][:] += cnt * (sign * w.weight)
+                    hit[1][:] |= cnt > 0
+        return out
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)

@@ -144,3 +144,8 @@ def pod_matches_all_terms(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
     if not terms:
         return False
     return all(t.matches(pod, None) for t in terms)
+
+
+def term_picks(t: AffinityTerm, pod: Pod) -> bool:
+    """Whether the incoming pod's term ``t`` (namespace selector already merged) selects ``pod``."""
+    return t.matches(pod, None)

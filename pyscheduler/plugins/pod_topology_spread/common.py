@@ -23,6 +23,7 @@ from pyscheduler.framework.node_rows import (
     TableLabels,
 )
 from pyscheduler.framework.node_table import NodeTable
+from pyscheduler.framework.pod_kinds import PodKindIndex, selector_picks
 from pyscheduler.framework.selectors import (
     LabelMatcher,
     LabelSelector,
@@ -176,6 +177,8 @@ class PluginBase:
         # per-node caches over the snapshot's NodeTable (see _rows): label codes, matching pod counts
         self._labels = TableLabels()
         self._rows = RowStore()
+        # the existing pods by namespace and labels, per row (see framework/pod_kinds.py)
+        self._kinds = PodKindIndex()
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -205,6 +208,10 @@ class PluginBase:
         """count_pods_matching for each of ``nodes`` (at ``rows`` of ``table``), cached per row."""
         if selector is None or selector.is_empty():
             return np.zeros(len(rows), dtype=np.int64)
+        kinds = self._kinds
+        if kinds.refresh(table):
+            picks = selector_picks(namespace, matcher)
+            return kinds.counts(("match", selector, namespace), picks)[rows]
         ri = self._rows.ints(("match", selector, namespace), table.size)
 
         def count(ni: NodeInfo) -> int:
