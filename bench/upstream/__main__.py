@@ -123,6 +123,8 @@ def entry_of(tc: course.TestCase, wl: course.Workload, reasons: list[str]) -> di
         "test_case": tc.name,
         "workload": wl.name,
         "threshold": threshold_of(wl),
+        # upstream's per-suite thresholds ({dra: 56}: the figure its DRA test binary enforces)
+        "threshold_by_suite": dict(wl.threshold) if isinstance(wl.threshold, dict) else None,
         "labels": sorted(tc.labels | wl.labels),
         "feature_gates": tc.gate_flag(wl),
         "gates_not_acted_on": tc.gates_not_acted_on(wl),

@@ -74,10 +74,12 @@ def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | Non
         if not math.isnan(ratio):
             ran += 1
             faster += ratio >= 1.0
-        thr = e.get("threshold")
+        thr: Any = e.get("threshold")
+        by_suite = e.get("threshold_by_suite") or {}
+        thr_cell = _num(thr, "g") if thr else ", ".join(f"{k}: {v}" for k, v in by_suite.items()) or "-"
         lines.append(
             f"| {e['test_case']} | {e['workload']} | {','.join(e.get('labels') or ()) or '-'} | {status(e)} "
-            f"| {_num(thr, 'g') if thr else '-'} | {kube_cell} | {py_cell} | {_num(ratio, '.2f')} "
+            f"| {thr_cell} | {kube_cell} | {py_cell} | {_num(ratio, '.2f')} "
             f"| {_num((e.get(KUBE) or {}).get('cpu_ms_per_pod'), '.2f')} "
             f"| {_num((e.get(PY) or {}).get('cpu_ms_per_pod'), '.2f')} |"
         )

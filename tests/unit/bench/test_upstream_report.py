@@ -1,0 +1,56 @@
+"""The course table the runner writes (``--markdown``): one row per workload, figures and ratio from the
+results, skip reasons and errors said in place of figures."""
+
+from __future__ import annotations
+
+from bench.upstream import report
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| test case"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            out[cells[1]] = cells
+    return out
+
+
+def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> None:
+    results = [
+        {
+            "test_case": "SchedulingBasic",
+            "workload": "ran",
+            "threshold": 270,
+            "labels": ["performance"],
+            "kube-scheduler": {"throughput_average": 200.0, "cpu_ms_per_pod": 2.0},
+            "pyscheduler": {"throughput_average": 300.0, "cpu_ms_per_pod": 1.5},
+        },
+        {
+            "test_case": "SchedulingBasic",
+            "workload": "skipped",
+            "threshold": None,
+            "labels": [],
+            "skipped": ["feature gates X=true: unrecognized feature gate: X"],
+        },
+        {
+            "test_case": "Dra",
+            "workload": "failed",
+            "threshold": None,
+            "threshold_by_suite": {"dra": 56},
+            "labels": ["performance"],
+            "kube-scheduler": {"throughput_average": 50.0, "cpu_ms_per_pod": 1.0},
+            "pyscheduler": {"error": "timed out after 300s waiting for barrier 3\nmore"},
+        },
+    ]
+    text = report.markdown(results, {"version": "v1.36.3", "git": {"commit": "abc123", "dirty": False}})
+    rows = _rows(text)
+    assert rows["ran"][3:8] == ["ran", "270", "200.0", "300.0", "1.50"]
+    assert rows["skipped"][3] == "skip: feature gates X=true: unrecognized feature gate: X"
+    assert rows["failed"][4] == "dra: 56"
+    assert rows["failed"][6] == "error: timed out after 300s waiting for barrier 3"
+    assert rows["failed"][7] == "-"
+    assert "at commit abc123" in text
+    assert text.rstrip().endswith(
+        "3 workloads, 2 runnable here, 1 skipped; measured with both schedulers: 1, "
+        "pyscheduler's throughput >= kube-scheduler's in 1."
+    )
