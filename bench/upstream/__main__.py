@@ -162,6 +162,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--from-json", type=Path, help="no run: the table of a saved results file (with --markdown)"
     )
+    p.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        help="with --list --markdown: saved results files whose figures fill the listed rows (later wins)",
+    )
     a = p.parse_args(argv)
     if a.from_json:
         return table_from_json(a.from_json, a.markdown)
@@ -191,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         runnable = sum(1 for *_, r in plan if not r)
         say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
         if a.markdown:
-            a.markdown.write_text(report.markdown([entry_of(tc, wl, r) for tc, wl, _ops, r in plan]))
+            entries = [entry_of(tc, wl, r) for tc, wl, _ops, r in plan]
+            saved = [json.loads(f.read_text()) for f in a.results]
+            a.markdown.write_text(report.markdown(report.merge(entries, saved), report.runs_meta(saved)))
         return 0
 
     results: list[dict[str, Any]] = []

@@ -3,6 +3,8 @@
     python -m bench.upstream --label performance --markdown course.md          # run, then write the table
     python -m bench.upstream --list --markdown course.md                       # what runs, what is skipped
     python -m bench.upstream --from-json bench/results/upstream-....json --markdown course.md
+    python -m bench.upstream --list --results a.json --results b.json --markdown course.md  # whole course,
+                                                                  # figures from the runs given where they ran
 
 One row per workload: test case, workload, labels, whether it runs here (or the skip reason), upstream's
 threshold, each scheduler's average throughput (scheduler_perf's SchedulingThroughput mean), the py/kube
@@ -50,12 +52,39 @@ def status(e: Mapping[str, Any]) -> str:
     return text
 
 
+def merge(entries: Sequence[Mapping[str, Any]], saved: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The listed rows with each scheduler's figures from the saved runs (the later file wins), so one
+    table covers the whole course while the runs cover parts of it."""
+    ran: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for doc in saved:
+        for e in doc.get("results") or ():
+            if KUBE in e or PY in e:
+                ran[(e["test_case"], e["workload"])] = e
+    out = []
+    for e in entries:
+        row = dict(e)
+        got = ran.get((e["test_case"], e["workload"]))
+        if got is not None and not e.get("skipped"):
+            row.update({k: got[k] for k in (KUBE, PY) if k in got})
+        out.append(row)
+    return out
+
+
+def runs_meta(saved: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The header facts of the saved runs (the latest one's version; every commit and date)."""
+    if not saved:
+        return {}
+    dates = ", ".join(str(d.get("date", "?"))[:16] for d in saved)
+    commits = sorted({str((d.get("git") or {}).get("commit", ""))[:12] for d in saved})
+    return {"version": saved[-1].get("version", "?"), "date": dates, "git": {"commit": ", ".join(commits)}}
+
+
 def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
     meta = meta or {}
     lines = []
     if meta:
         git = meta.get("git") or {}
-        commit = str(git.get("commit", ""))[:12] + (" (dirty)" if git.get("dirty") else "")
+        commit = str(git.get("commit", ""))[:40] + (" (dirty)" if git.get("dirty") else "")
         lines.append(
             f"Course: k8s.io/kubernetes {meta.get('version', '?')} scheduler_perf; measured "
             f"{meta.get('date', '?')} at commit {commit or '?'}."

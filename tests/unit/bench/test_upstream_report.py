@@ -54,3 +54,33 @@ def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> No
         "3 workloads, 2 runnable here, 1 skipped; measured with both schedulers: 1, "
         "pyscheduler's throughput >= kube-scheduler's in 1."
     )
+
+
+def test_the_whole_course_table_takes_its_figures_from_the_runs_given() -> None:
+    listed = [
+        {"test_case": "A", "workload": "w1", "threshold": None, "labels": []},
+        {"test_case": "A", "workload": "w2", "threshold": None, "labels": []},
+        {"test_case": "B", "workload": "w1", "threshold": None, "labels": [], "skipped": ["why"]},
+    ]
+    old = {
+        "date": "2026-11-25T08:00",
+        "git": {"commit": "aaa"},
+        "results": [
+            {"test_case": "A", "workload": "w1", "pyscheduler": {"throughput_average": 1.0}},
+        ],
+    }
+    new = {
+        "date": "2026-11-26T08:00",
+        "git": {"commit": "bbb"},
+        "version": "v1.36.3",
+        "results": [
+            {"test_case": "A", "workload": "w1", "pyscheduler": {"throughput_average": 2.0}},
+            {"test_case": "B", "workload": "w1", "pyscheduler": {"throughput_average": 9.0}},
+        ],
+    }
+    rows = report.merge(listed, [old, new])
+    assert rows[0]["pyscheduler"] == {"throughput_average": 2.0}  # the later run wins
+    assert "pyscheduler" not in rows[1]  # never run: stays "runnable"
+    assert "pyscheduler" not in rows[2]  # skipped now: an old figure is not shown
+    meta = report.runs_meta([old, new])
+    assert meta["git"]["commit"] == "aaa, bbb" and meta["version"] == "v1.36.3"
