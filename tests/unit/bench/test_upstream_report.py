@@ -3,6 +3,8 @@ results, skip reasons and errors said in place of figures."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.upstream import report
 
 
@@ -16,7 +18,7 @@ def _rows(text: str) -> dict[str, list[str]]:
 
 
 def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> None:
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "test_case": "SchedulingBasic",
             "workload": "ran",
@@ -57,7 +59,7 @@ def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> No
 
 
 def test_the_whole_course_table_takes_its_figures_from_the_runs_given() -> None:
-    listed = [
+    listed: list[dict[str, Any]] = [
         {"test_case": "A", "workload": "w1", "threshold": None, "labels": []},
         {"test_case": "A", "workload": "w2", "threshold": None, "labels": []},
         {"test_case": "B", "workload": "w1", "threshold": None, "labels": [], "skipped": ["why"]},
