@@ -47,6 +47,8 @@ def status(e: Mapping[str, Any]) -> str:
     notes = e.get("gates_not_acted_on") or []
     ran = KUBE in e or PY in e
     text = "ran" if ran else "runnable"
+    if e.get("measured"):
+        text += f" ({e['measured']})"
     if notes:
         text += f" (gates pyscheduler accepts but does not act on: {', '.join(notes)})"
     return text
@@ -55,17 +57,19 @@ def status(e: Mapping[str, Any]) -> str:
 def merge(entries: Sequence[Mapping[str, Any]], saved: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The listed rows with each scheduler's figures from the saved runs (the later file wins), so one
     table covers the whole course while the runs cover parts of it."""
-    ran: dict[tuple[str, str], Mapping[str, Any]] = {}
+    ran: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
     for doc in saved:
+        when = f"{str(doc.get('date', '?'))[:10]} {str((doc.get('git') or {}).get('commit', ''))[:7]}"
         for e in doc.get("results") or ():
             if KUBE in e or PY in e:
-                ran[(e["test_case"], e["workload"])] = e
+                ran[(e["test_case"], e["workload"])] = (e, when)
     out = []
     for e in entries:
         row = dict(e)
         got = ran.get((e["test_case"], e["workload"]))
         if got is not None and not e.get("skipped"):
-            row.update({k: got[k] for k in (KUBE, PY) if k in got})
+            row.update({k: got[0][k] for k in (KUBE, PY) if k in got[0]})
+            row["measured"] = got[1]
         out.append(row)
     return out
 

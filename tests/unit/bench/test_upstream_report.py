@@ -82,6 +82,7 @@ def test_the_whole_course_table_takes_its_figures_from_the_runs_given() -> None:
     }
     rows = report.merge(listed, [old, new])
     assert rows[0]["pyscheduler"] == {"throughput_average": 2.0}  # the later run wins
+    assert rows[0]["measured"] == "2026-11-26 bbb"  # said in the row: when and at which commit
     assert "pyscheduler" not in rows[1]  # never run: stays "runnable"
     assert "pyscheduler" not in rows[2]  # skipped now: an old figure is not shown
     meta = report.runs_meta([old, new])
