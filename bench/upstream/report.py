@@ -88,7 +88,7 @@ def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | Non
     lines = []
     if meta:
         git = meta.get("git") or {}
-        commit = str(git.get("commit", ""))[:40] + (" (dirty)" if git.get("dirty") else "")
+        commit = str(git.get("commit", "")) + (" (dirty)" if git.get("dirty") else "")
         lines.append(
             f"Course: k8s.io/kubernetes {meta.get('version', '?')} scheduler_perf; measured "
             f"{meta.get('date', '?')} at commit {commit or '?'}."
