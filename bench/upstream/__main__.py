@@ -4,9 +4,10 @@
     python -m bench.upstream --test-case SchedulingBasic --workload 500Nodes
     python -m bench.upstream --label integration-test,short            # upstream's quick set
 
-Each selected workload runs once per scheduler on a fresh local control plane (no KWOK, no controller
-manager: nothing binds or deletes pods but the scheduler under test), both schedulers configured like
-``bench.run`` configures them. Prints a line per workload and a table; writes a JSON file.
+Each selected workload runs once per scheduler on a fresh local control plane (no KWOK; kube-controller-
+manager's resourceclaim controller only for workloads that make ResourceClaimTemplates; nothing else binds
+or deletes pods), both schedulers configured like ``bench.run`` configures them and given the workload's
+feature gates. Prints a line per workload and a table; writes a JSON file (and ``--markdown`` a table).
 """
 
 from __future__ import annotations
