@@ -11,8 +11,11 @@ pyscheduler, one after the other on the same cluster, as ``bench.run`` does for 
     course.py      find the pinned module, load its test cases, fill in a workload's parameters, select
     gotemplate.py  the few Go text/template forms the templates use ({{.Index}}, Mod, DivideInt, ...)
     ops.py         the operations, as API calls, and the throughput collector upstream's threshold reads
+    dra.py         createResourceDriver and allocResourceClaims, done by the harness (no kubelet, no driver)
+    report.py      the course table as Markdown (``--markdown``), from a run, a listing, or saved runs
     __main__.py    ``python -m bench.upstream``: select, run, report
 
-What cannot run is skipped with its reason, never silently: an operation we do not translate yet, a feature
-gate 1.36 locks (SchedulerQueueingHints=false), something only a kubelet would do.
+A workload's feature gates go to both schedulers' ``--feature-gates``. What cannot run is skipped with its
+reason, never silently: an operation we do not translate, gates kube-scheduler 1.36 would refuse
+(SchedulerQueueingHints=false is locked), something only a kubelet would do.
 """

@@ -4,9 +4,10 @@
     python -m bench.upstream --test-case SchedulingBasic --workload 500Nodes
     python -m bench.upstream --label integration-test,short            # upstream's quick set
 
-Each selected workload runs once per scheduler on a fresh local control plane (no KWOK, no controller
-manager: nothing binds or deletes pods but the scheduler under test), both schedulers configured like
-``bench.run`` configures them. Prints a line per workload and a table; writes a JSON file.
+Each selected workload runs once per scheduler on a fresh local control plane (no KWOK; kube-controller-
+manager's resourceclaim controller only for workloads that make ResourceClaimTemplates; nothing else binds
+or deletes pods), both schedulers configured like ``bench.run`` configures them and given the workload's
+feature gates. Prints a line per workload and a table; writes a JSON file (and ``--markdown`` a table).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.differential import CLAIM_CONTROLLER
 from bench.measure import Endpoint, ProcStats
 from bench.run import KUBE, PY, SCHEDULERS, KubeScheduler, PyScheduler, Scheduler, git_info, machine_info
-from bench.upstream import course
+from bench.upstream import course, dra, report
 from bench.upstream.ops import Executor, OpError, unsupported
 from bench.workloads import SCHEDULER_NAME
 from pyscheduler.testing.cluster import ADMIN_TOKEN, LocalCluster
@@ -42,9 +44,18 @@ def run_workload(
     scheduler: str,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
+    # pods naming a ResourceClaimTemplate get their claims from kube-controller-manager's resourceclaim
+    # controller, as in scheduler_perf (nothing else of the controller manager runs)
+    claims = dra.needs_claim_controller(ops, tc.folder)
     cluster = LocalCluster(
         with_kwok=False,
-        with_controller_manager=False,
+        with_controller_manager=claims,
+        controllers=(CLAIM_CONTROLLER,),
+        controller_manager_args=(
+            "--kube-api-qps=2000",
+            "--kube-api-burst=4000",
+            "--concurrent-resourceclaim-syncs=50",
+        ),
         name="upstream",
         apiserver_args=[
             "--max-requests-inflight=3000",
@@ -58,7 +69,7 @@ def run_workload(
     sched: Scheduler | None = None
     try:
         endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
-        sched = KubeScheduler(cluster) if scheduler == KUBE else PyScheduler(cluster, args.py_log_level)
+        sched = make_scheduler(scheduler, cluster, tc.gate_flag(wl), args.py_log_level)
         sched.start()
         stats = ProcStats(sched.pid)
         cpu0 = stats.cpu_seconds()
@@ -90,11 +101,48 @@ def run_workload(
         cluster.stop()
 
 
+def make_scheduler(name: str, cluster: LocalCluster, gates: str, log_level: str) -> Scheduler:
+    """The scheduler as bench.run configures it, with the workload's feature gates (both get the same
+    ``--feature-gates``)."""
+    flag = [f"--feature-gates={gates}"] if gates else []
+    if name == KUBE:
+        return KubeScheduler(cluster, extra_args=flag)
+    py = PyScheduler(cluster, log_level)
+    py.sp.argv = [*py.sp.argv, *flag]
+    return py
+
+
 def threshold_of(wl: course.Workload) -> float | None:
     t = wl.threshold
     if isinstance(t, int | float):
         return float(t)
     return None  # per-topic thresholds: not compared here
+
+
+def entry_of(tc: course.TestCase, wl: course.Workload, reasons: list[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "test_case": tc.name,
+        "workload": wl.name,
+        "threshold": threshold_of(wl),
+        # upstream's per-suite thresholds ({dra: 56}: the figure its DRA test binary enforces)
+        "threshold_by_suite": dict(wl.threshold) if isinstance(wl.threshold, dict) else None,
+        "labels": sorted(tc.labels | wl.labels),
+        "feature_gates": tc.gate_flag(wl),
+        "gates_not_acted_on": tc.gates_not_acted_on(wl),
+    }
+    if reasons:
+        entry["skipped"] = reasons
+    return entry
+
+
+def table_from_json(saved_path: Path, markdown: Path | None) -> int:
+    saved = json.loads(saved_path.read_text())
+    text = report.markdown(saved["results"], saved)
+    if markdown:
+        markdown.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,7 +159,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
     p.add_argument("--py-log-level", default="info")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--markdown", type=Path, help="also write the course table (Markdown) to this file")
+    p.add_argument(
+        "--from-json", type=Path, help="no run: the table of a saved results file (with --markdown)"
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        help="with --list --markdown: saved results files whose figures fill the listed rows (later wins)",
+    )
     a = p.parse_args(argv)
+    if a.from_json:
+        return table_from_json(a.from_json, a.markdown)
     split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
     try:
         cases = course.load()
@@ -137,18 +198,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         runnable = sum(1 for *_, r in plan if not r)
         say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
+        if a.markdown:
+            entries = [entry_of(tc, wl, r) for tc, wl, _ops, r in plan]
+            saved = [json.loads(f.read_text()) for f in a.results]
+            a.markdown.write_text(report.markdown(report.merge(entries, saved), report.runs_meta(saved)))
         return 0
 
     results: list[dict[str, Any]] = []
     for tc, wl, ops, reasons in plan:
-        entry: dict[str, Any] = {
-            "test_case": tc.name,
-            "workload": wl.name,
-            "threshold": threshold_of(wl),
-            "labels": sorted(tc.labels | wl.labels),
-        }
+        entry = entry_of(tc, wl, reasons)
         if reasons:
-            entry["skipped"] = reasons
             say(f"{tc.name}/{wl.name}: skipped: {'; '.join(reasons)}")
             results.append(entry)
             continue
@@ -181,20 +240,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"{name:<58}{thr if thr else '-':>10}{k:>9.1f}{q:>9.1f}{ratio:>9.2f}")
     a.out.mkdir(parents=True, exist_ok=True)
     out = a.out / f"upstream-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d-%H%M')}.json"
-    out.write_text(
-        json.dumps(
-            {
-                "date": dt.datetime.now(dt.UTC).isoformat(),
-                "git": git_info(),
-                "machine": machine_info(),
-                "version": course.pinned_version(),
-                "results": results,
-            },
-            indent=1,
-            default=str,
-        )
-    )
+    doc = {
+        "date": dt.datetime.now(dt.UTC).isoformat(),
+        "git": git_info(),
+        "machine": machine_info(),
+        "version": course.pinned_version(),
+        "results": results,
+    }
+    out.write_text(json.dumps(doc, indent=1, default=str))
     say(f"results: {out}")
+    if a.markdown:
+        a.markdown.write_text(report.markdown(results, doc))
+        say(f"table: {a.markdown}")
     ran = [e for e in results if "skipped" not in e]
     below = [
         e

@@ -19,23 +19,10 @@ from typing import Any
 
 import yaml
 
+from pyscheduler.config import feature_gates
+
 REPO = Path(__file__).resolve().parents[2]
 GO_MOD = REPO / "e2e" / "controlplane" / "go.mod"
-
-# The feature gates the course sets, with 1.36's default and whether 1.36 locks it there (read from
-# pkg/features/kube_features.go of the pinned module). A workload asking a locked gate for the other value
-# cannot run on 1.36; one asking a gate off its default would need pyscheduler to honour --feature-gates,
-# which it does not yet: both are skipped with that reason rather than run under different rules.
-GATES_136: dict[str, tuple[bool, bool]] = {
-    "DRAExtendedResource": (True, False),
-    "DynamicResourceAllocation": (True, True),
-    "InPlacePodVerticalScaling": (True, True),
-    "NodeDeclaredFeatures": (True, False),
-    "NodeInclusionPolicyInPodTopologySpread": (True, True),
-    "SchedulerAsyncAPICalls": (False, False),
-    "SchedulerAsyncPreemption": (True, False),
-    "SchedulerQueueingHints": (True, True),
-}
 
 
 class CourseError(RuntimeError):
@@ -102,20 +89,31 @@ class TestCase:
     def gates(self, wl: Workload) -> dict[str, bool]:
         return {**self.feature_gates, **wl.feature_gates}
 
+    def gate_flag(self, wl: Workload) -> str:
+        """The workload's gates as a ``--feature-gates`` value (both schedulers get it), "" for none."""
+        return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(self.gates(wl).items()))
+
     def skip_reason(self, wl: Workload) -> str | None:
-        """Why this workload cannot run on our 1.36 control plane, or None."""
-        for gate, value in self.gates(wl).items():
-            known = GATES_136.get(gate)
-            want = f"{gate}={str(value).lower()}"
-            if known is None:
-                return f"feature gate {want}: not in this runner's table of 1.36 gates"
-            default, locked = known
-            if value == default:
-                continue
-            if locked:
-                return f"feature gate {want}: 1.36 locks it to {str(default).lower()}"
-            return f"feature gate {want}: off 1.36's default, and pyscheduler has no --feature-gates yet"
+        """Why this workload cannot run on our 1.36 control plane, or None: its feature gates are checked
+        as both schedulers' ``--feature-gates`` would check them (pyscheduler's table of kube 1.36's gates:
+        unknown gates, gates locked to the other value, unmet dependencies)."""
+        flag = self.gate_flag(wl)
+        try:
+            feature_gates.parse(flag)
+        except feature_gates.FeatureGateError as e:
+            return f"feature gates {flag}: {e}"
         return None
+
+    def gates_not_acted_on(self, wl: Workload) -> list[str]:
+        """The workload's gates set off 1.36's default that pyscheduler accepts but whose value changes
+        nothing in it (kube-scheduler may act on them): said beside the figures, not a reason to skip."""
+        return [
+            f"{k}={'true' if v else 'false'}"
+            for k, v in sorted(self.gates(wl).items())
+            if k in feature_gates.KNOWN
+            and v != feature_gates.KNOWN[k].default
+            and k not in feature_gates.ACTED_ON
+        ]
 
 
 def _workload(raw: Mapping[str, Any]) -> Workload:
@@ -129,10 +127,11 @@ def _workload(raw: Mapping[str, Any]) -> Workload:
 
 
 def load(root: Path | None = None) -> list[TestCase]:
-    """Every test case of every ``*/performance-config.yaml`` under ``root``, in file then file order."""
+    """Every test case of every ``performance-config.yaml`` under ``root`` (any depth: the DRA ones live in
+    ``dra/<feature>/``), by path, then in file order."""
     root = root or course_dir()
     cases: list[TestCase] = []
-    for path in sorted(root.glob("*/performance-config.yaml")):
+    for path in sorted(root.glob("**/performance-config.yaml")):
         for raw in yaml.safe_load(path.read_text()) or ():
             cases.append(
                 TestCase(
@@ -168,10 +167,28 @@ def _fill(value: Any, params: Mapping[str, Any], where: str) -> Any:
 def operations(tc: TestCase, wl: Workload) -> list[dict[str, Any]]:
     """The test case's operations with the workload's parameters filled in (``countParam: $n`` becomes
     ``count: <n>``, likewise every ``*Param``)."""
-    return [
+    filled = [
         _fill(op, wl.params, f"{tc.name}/{wl.name}.workloadTemplate[{i}]")
         for i, op in enumerate(tc.workload_template)
     ]
+    return unroll(filled)
+
+
+def unroll(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``createPodSets`` as upstream runs it: ``count`` copies of its ``createPodsOp``, the i-th in
+    namespace ``<namespacePrefix>-<i>``, in place of the op (so later indices shift, as upstream's do)."""
+    out: list[dict[str, Any]] = []
+    for op in ops:
+        if op.get("opcode") != "createPodSets":
+            out.append(dict(op))
+            continue
+        inner = op.get("createPodsOp") or {}
+        if inner.get("opcode", "createPods") != "createPods":
+            raise CourseError(f"createPodSets: createPodsOp has opcode {inner.get('opcode')!r}")
+        prefix = op.get("namespacePrefix") or ""
+        for k in range(int(op.get("count") or 0)):
+            out.append({**inner, "opcode": "createPods", "namespace": f"{prefix}-{k}"})
+    return out
 
 
 def label_matches(labels: Iterable[str], wanted: Sequence[str]) -> bool:

@@ -29,6 +29,7 @@ import orjson
 import yaml
 
 from bench.measure import Conn, Endpoint, Watch, post_objects, run_parallel, throughput_samples
+from bench.upstream import dra
 from bench.upstream.gotemplate import render
 from pyscheduler.client.api import KINDS, resource_path  # kind -> (API path prefix, plural, namespaced)
 
@@ -45,6 +46,8 @@ SUPPORTED = frozenset(
         "sleep",
         "startCollectingMetrics",
         "stopCollectingMetrics",
+        "createResourceDriver",
+        "allocResourceClaims",
     }
 )
 # fields of a supported opcode this translation does not implement yet
@@ -354,14 +357,17 @@ class Executor:
         other (claimRef, volumeName, both phases Bound, written through the status subresource since a
         create resets status), and the pod's only volume is that claim. Made before the pods, outside the
         metrics window (upstream interleaves them with the pod creations inside it; either way the
-        throughput counted is pods bound)."""
+        throughput counted is pods bound). Named as upstream names them: claim ``pvc-<i>`` in the pods'
+        namespace, volume ``<namespace>-vol-<i>``."""
         pv_text = self._template(op.get("persistentVolumeTemplatePath"))
         pvc_text = self._template(op["persistentVolumeClaimTemplatePath"])
         pvcs: list[dict[str, Any]] = []
         pvs: list[dict[str, Any]] = []
         for k, pod in enumerate(pods):
-            claim = f"pvc-{tag}-{k}"
-            volume = f"vol-{tag}-{k}"
+            # upstream's names (CreatePodWithPersistentVolume): later pod templates refer to them, e.g.
+            # EventHandlingPodDelete's VolumeRestrictions pods mount ``pvc-{{ .Index }}``
+            claim = f"pvc-{k}"
+            volume = f"vol-{k}"
             pvc = yaml.safe_load(pvc_text)
             pvc.setdefault("metadata", {}).update(name=claim, namespace=ns)
             pv = yaml.safe_load(pv_text)
@@ -573,6 +579,20 @@ class Executor:
             if w.end is None:
                 w.end = time.monotonic()
 
+    def create_resource_driver(self, op: Mapping[str, Any], i: int) -> None:
+        try:
+            n = dra.create_resource_driver(self.endpoint, self.conn, op, self.creators)
+        except dra.DraOpError as e:
+            raise OpError(str(e)) from None
+        self.say(f"    op {i}: {n} ResourceSlices of {op.get('driverName')}")
+
+    def alloc_resource_claims(self, op: Mapping[str, Any], i: int) -> None:
+        try:
+            n = dra.alloc_resource_claims(self.conn, op.get("namespace") or None)
+        except dra.DraOpError as e:
+            raise OpError(str(e)) from None
+        self.say(f"    op {i}: {n} ResourceClaims allocated")
+
     # -- the run --------------------------------------------------------------------------------------
 
     def run(self, ops: Sequence[Mapping[str, Any]]) -> Result:
@@ -588,6 +608,8 @@ class Executor:
             "sleep": self.sleep,
             "startCollectingMetrics": self.start_metrics,
             "stopCollectingMetrics": self.stop_metrics,
+            "createResourceDriver": self.create_resource_driver,
+            "allocResourceClaims": self.alloc_resource_claims,
         }
         self.watch.start()
         t0 = time.monotonic()

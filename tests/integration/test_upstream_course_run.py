@@ -109,3 +109,102 @@ def test_steady_state_keeps_replacing_scheduled_pods_for_its_duration(tmp_path: 
     assert run["pods"] > 5
     (window,) = run["windows"]
     assert window["scheduled"] > 5 and 2.5 < window["seconds"] < 10
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    ("test_case", "workload"),
+    [
+        # blocker pods deleted at a rate; their RWOP claims pvc-<i> are what the VolumeRestrictions pods
+        # wait for (before upstream's claim names were used, both schedulers timed out here)
+        pytest.param("EventHandlingPodDelete", "2Nodes_20Pods", id="pod-delete"),
+        # createResourceDriver's slices, pods with claim templates (the resourceclaim controller runs)
+        pytest.param("SchedulingWithResourceClaimTemplate", "fast_QueueingHintsEnabled", id="dra-template"),
+        # createPodSets: one createPods per init-ns-<i> namespace
+        pytest.param(
+            "SchedulingRequiredPodAntiAffinityWithNSSelector", "10Nodes_QueueingHintsEnabled", id="pod-sets"
+        ),
+    ],
+)
+def test_translated_opcodes_run_to_the_end(tmp_path: Path, test_case: str, workload: str) -> None:
+    try:
+        course.course_dir()
+    except course.CourseError as e:
+        pytest.skip(str(e))
+    md = tmp_path / "course.md"
+    rc = upstream.main(
+        [
+            "--test-case",
+            test_case,
+            "--workload",
+            workload,
+            "--schedulers",
+            "pyscheduler",
+            "--out",
+            str(tmp_path),
+            "--timeout",
+            "120",
+            "--markdown",
+            str(md),
+        ]
+    )
+    assert rc == 0
+    (out,) = tmp_path.glob("upstream-*.json")
+    (entry,) = json.loads(out.read_text())["results"]
+    run = entry["pyscheduler"]
+    assert "error" not in run, run
+    assert sum(w["scheduled"] for w in run["windows"]) > 0
+    # the table names the workload and pyscheduler's figure
+    row = next(line for line in md.read_text().splitlines() if f"| {test_case} | {workload} |" in line)
+    assert f"{run['throughput_average']:.1f}" in row
+
+
+@pytest.mark.cluster
+def test_alloc_resource_claims_writes_an_allocation_on_devices_the_driver_published(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    (tmp_path / "node.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {generateName: scheduler-perf-dra-}\n"
+        "status: {capacity: {pods: '110'}}\n"
+    )
+    (tmp_path / "class.yaml").write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: alloc-test-class}\n"
+        "spec: {selectors: [{cel: {expression: 'device.driver == \"alloc-test.example.com\"'}}]}\n"
+    )
+    (tmp_path / "claim.yaml").write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c-{{.Index}}}\n"
+        "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: alloc-test-class}}]}}\n"
+    )
+    endpoint = Endpoint.from_url(cluster.server, ADMIN_TOKEN, str(cluster.ca_file))
+    ex = Executor(endpoint, tmp_path, None, "py-scheduler", timeout=30)
+    ops: list[dict[str, Any]] = [
+        {"opcode": "createNodes", "count": 2, "nodeTemplatePath": "node.yaml"},
+        {
+            "opcode": "createResourceDriver",
+            "driverName": "alloc-test.example.com",
+            "nodes": "scheduler-perf-dra-*",
+            "maxClaimsPerNode": 2,
+        },
+        {"opcode": "createAny", "templatePath": "class.yaml"},
+        {"opcode": "createAny", "templatePath": "claim.yaml", "count": 4, "namespace": "alloc-test"},
+        {"opcode": "allocResourceClaims", "namespace": "alloc-test"},
+    ]
+    try:
+        ex.run(ops)
+        claims = cluster.api("GET", "/apis/resource.k8s.io/v1/namespaces/alloc-test/resourceclaims")["items"]
+        devices = [
+            (r["pool"], r["device"]) for c in claims for r in c["status"]["allocation"]["devices"]["results"]
+        ]
+        # four claims on the four devices of the two nodes' slices, none twice
+        assert len(claims) == 4 and len(set(devices)) == 4
+        assert {p for p, _ in devices} == {"scheduler-perf-dra-n0-0", "scheduler-perf-dra-n0-1"}
+    finally:
+        for c in cluster.api("GET", "/apis/resource.k8s.io/v1/namespaces/alloc-test/resourceclaims")["items"]:
+            cluster.api(
+                "DELETE",
+                f"/apis/resource.k8s.io/v1/namespaces/alloc-test/resourceclaims/{c['metadata']['name']}",
+            )
+        cluster.api("DELETE", "/apis/resource.k8s.io/v1/resourceslices")
+        cluster.api("DELETE", "/apis/resource.k8s.io/v1/deviceclasses/alloc-test-class")
+        for n in ("scheduler-perf-dra-n0-0", "scheduler-perf-dra-n0-1"):
+            cluster.api("DELETE", f"/api/v1/nodes/{n}")

@@ -88,18 +88,75 @@ def test_selection_by_label_filter_and_name(tmp_path: Path) -> None:
 
 def test_workloads_1_36_cannot_run_say_why(tmp_path: Path) -> None:
     tc = _case(tmp_path)
-    basic, locked, async_calls = tc.workloads
+    basic, locked, _async_calls = tc.workloads
     assert tc.skip_reason(basic) is None
-    assert tc.skip_reason(locked) == "feature gate SchedulerQueueingHints=false: 1.36 locks it to true"
-    assert "pyscheduler has no --feature-gates" in (tc.skip_reason(async_calls) or "")
+    assert tc.skip_reason(locked) == (
+        "feature gates SchedulerQueueingHints=false: "
+        "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true"
+    )
     assert basic.threshold is None and locked.threshold == 270
+
+
+def test_a_gate_off_its_default_runs_with_the_gate_passed_to_both_schedulers(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    basic, _locked, async_calls = tc.workloads
+    assert tc.skip_reason(async_calls) is None
+    assert tc.gate_flag(async_calls) == "SchedulerAsyncAPICalls=true"
+    assert tc.gate_flag(basic) == ""
+    # pyscheduler accepts it, but the runner says its value changes nothing there
+    assert tc.gates_not_acted_on(async_calls) == ["SchedulerAsyncAPICalls=true"]
+
+
+def test_unknown_gates_and_unmet_dependencies_are_skipped_with_kubes_message(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    wl = course.Workload("x", {}, feature_gates={"NoSuchGate": True})
+    assert tc.skip_reason(wl) == "feature gates NoSuchGate=true: unrecognized feature gate: NoSuchGate"
+    wl = course.Workload("y", {}, feature_gates={"GangScheduling": True})
+    assert "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]" in (
+        tc.skip_reason(wl) or ""
+    )
 
 
 def test_operations_not_translated_are_named() -> None:
     assert unsupported([{"opcode": "createPods", "count": 1}]) == []
-    assert unsupported([{"opcode": "createPodSets"}, {"opcode": "createPods", "steadyState": True}]) == [
-        "op 0: opcode createPodSets not translated yet",
+    assert unsupported([{"opcode": "createPodsInBulk"}, {"opcode": "createPods", "steadyState": True}]) == [
+        "op 0: opcode createPodsInBulk not translated yet",
     ]
+
+
+def test_create_pod_sets_unrolls_into_one_create_pods_per_namespace(tmp_path: Path) -> None:
+    d = tmp_path / "affinity"
+    d.mkdir()
+    (d / "performance-config.yaml").write_text(
+        """
+- name: Sets
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
+  - opcode: createPodSets
+    countParam: $initNamespaces
+    namespacePrefix: init-ns
+    createPodsOp:
+      opcode: createPods
+      countParam: $initPodsPerNamespace
+  - opcode: createPods
+    count: 1
+    namespace: measure-ns-0
+  workloads:
+  - name: w
+    params: {initNodes: 2, initNamespaces: 3, initPodsPerNamespace: 4}
+"""
+    )
+    (tc,) = course.load(tmp_path)
+    ops = course.operations(tc, tc.workloads[0])
+    assert ops == [
+        {"opcode": "createNodes", "count": 2},
+        {"opcode": "createPods", "count": 4, "namespace": "init-ns-0"},
+        {"opcode": "createPods", "count": 4, "namespace": "init-ns-1"},
+        {"opcode": "createPods", "count": 4, "namespace": "init-ns-2"},
+        {"opcode": "createPods", "count": 1, "namespace": "measure-ns-0"},
+    ]
+    assert unsupported(ops) == []
 
 
 def test_the_pinned_course_is_read_from_the_module_cache() -> None:

@@ -1,0 +1,125 @@
+"""The course table as Markdown, from the runner's results (a run, a ``--list``, or a saved JSON file):
+
+    python -m bench.upstream --label performance --markdown course.md          # run, then write the table
+    python -m bench.upstream --list --markdown course.md                       # what runs, what is skipped
+    python -m bench.upstream --from-json bench/results/upstream-....json --markdown course.md
+    python -m bench.upstream --list --results a.json --results b.json --markdown course.md  # whole course,
+                                                                  # figures from the runs given where they ran
+
+One row per workload: test case, workload, labels, whether it runs here (or the skip reason), upstream's
+threshold, each scheduler's average throughput (scheduler_perf's SchedulingThroughput mean), the py/kube
+ratio, CPU ms per pod of each. Workloads selected but not run (``--list``) show "runnable" without figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+KUBE = "kube-scheduler"
+PY = "pyscheduler"
+
+
+def _num(v: Any, fmt: str = ".1f") -> str:
+    if not isinstance(v, int | float) or math.isnan(v):
+        return "-"
+    return format(v, fmt)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _run_cell(r: Mapping[str, Any] | None) -> tuple[str, float]:
+    """(cell text, throughput) for one scheduler's result."""
+    if r is None:
+        return "-", math.nan
+    if "error" in r:
+        return "error: " + _cell(str(r["error"]).splitlines()[0][:120]), math.nan
+    t = r.get("throughput_average", math.nan)
+    return _num(t), float(t) if isinstance(t, int | float) else math.nan
+
+
+def status(e: Mapping[str, Any]) -> str:
+    if e.get("skipped"):
+        return "skip: " + _cell("; ".join(e["skipped"]))
+    notes = e.get("gates_not_acted_on") or []
+    ran = KUBE in e or PY in e
+    text = "ran" if ran else "runnable"
+    if e.get("measured"):
+        text += f" ({e['measured']})"
+    if notes:
+        text += f" (gates pyscheduler accepts but does not act on: {', '.join(notes)})"
+    return text
+
+
+def merge(entries: Sequence[Mapping[str, Any]], saved: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The listed rows with each scheduler's figures from the saved runs (the later file wins), so one
+    table covers the whole course while the runs cover parts of it."""
+    ran: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
+    for doc in saved:
+        when = f"{str(doc.get('date', '?'))[:10]} {str((doc.get('git') or {}).get('commit', ''))[:7]}"
+        for e in doc.get("results") or ():
+            if KUBE in e or PY in e:
+                ran[(e["test_case"], e["workload"])] = (e, when)
+    out = []
+    for e in entries:
+        row = dict(e)
+        got = ran.get((e["test_case"], e["workload"]))
+        if got is not None and not e.get("skipped"):
+            row.update({k: got[0][k] for k in (KUBE, PY) if k in got[0]})
+            row["measured"] = got[1]
+        out.append(row)
+    return out
+
+
+def runs_meta(saved: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The header facts of the saved runs (the latest one's version; every commit and date)."""
+    if not saved:
+        return {}
+    dates = ", ".join(str(d.get("date", "?"))[:16] for d in saved)
+    commits = sorted({str((d.get("git") or {}).get("commit", ""))[:12] for d in saved})
+    return {"version": saved[-1].get("version", "?"), "date": dates, "git": {"commit": ", ".join(commits)}}
+
+
+def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> str:
+    meta = meta or {}
+    lines = []
+    if meta:
+        git = meta.get("git") or {}
+        commit = str(git.get("commit", "")) + (" (dirty)" if git.get("dirty") else "")
+        lines.append(
+            f"Course: k8s.io/kubernetes {meta.get('version', '?')} scheduler_perf; measured "
+            f"{meta.get('date', '?')} at commit {commit or '?'}."
+        )
+        lines.append("")
+    lines.append(
+        "| test case | workload | labels | runs here | threshold | kube pods/s | py pods/s | py/kube "
+        "| kube CPU ms/pod | py CPU ms/pod |"
+    )
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    ran = faster = 0
+    for e in results:
+        kube_cell, k = _run_cell(e.get(KUBE))
+        py_cell, q = _run_cell(e.get(PY))
+        ratio = q / k if k and not math.isnan(k) and not math.isnan(q) else math.nan
+        if not math.isnan(ratio):
+            ran += 1
+            faster += ratio >= 1.0
+        thr: Any = e.get("threshold")
+        by_suite = e.get("threshold_by_suite") or {}
+        thr_cell = _num(thr, "g") if thr else ", ".join(f"{k}: {v}" for k, v in by_suite.items()) or "-"
+        lines.append(
+            f"| {e['test_case']} | {e['workload']} | {','.join(e.get('labels') or ()) or '-'} | {status(e)} "
+            f"| {thr_cell} | {kube_cell} | {py_cell} | {_num(ratio, '.2f')} "
+            f"| {_num((e.get(KUBE) or {}).get('cpu_ms_per_pod'), '.2f')} "
+            f"| {_num((e.get(PY) or {}).get('cpu_ms_per_pod'), '.2f')} |"
+        )
+    runnable = sum(1 for e in results if not e.get("skipped"))
+    lines.append("")
+    lines.append(
+        f"{len(results)} workloads, {runnable} runnable here, {len(results) - runnable} skipped; "
+        f"measured with both schedulers: {ran}, pyscheduler's throughput >= kube-scheduler's in {faster}."
+    )
+    return "\n".join(lines) + "\n"

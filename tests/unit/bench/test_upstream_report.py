@@ -1,0 +1,89 @@
+"""The course table the runner writes (``--markdown``): one row per workload, figures and ratio from the
+results, skip reasons and errors said in place of figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.upstream import report
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| test case"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            out[cells[1]] = cells
+    return out
+
+
+def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> None:
+    results: list[dict[str, Any]] = [
+        {
+            "test_case": "SchedulingBasic",
+            "workload": "ran",
+            "threshold": 270,
+            "labels": ["performance"],
+            "kube-scheduler": {"throughput_average": 200.0, "cpu_ms_per_pod": 2.0},
+            "pyscheduler": {"throughput_average": 300.0, "cpu_ms_per_pod": 1.5},
+        },
+        {
+            "test_case": "SchedulingBasic",
+            "workload": "skipped",
+            "threshold": None,
+            "labels": [],
+            "skipped": ["feature gates X=true: unrecognized feature gate: X"],
+        },
+        {
+            "test_case": "Dra",
+            "workload": "failed",
+            "threshold": None,
+            "threshold_by_suite": {"dra": 56},
+            "labels": ["performance"],
+            "kube-scheduler": {"throughput_average": 50.0, "cpu_ms_per_pod": 1.0},
+            "pyscheduler": {"error": "timed out after 300s waiting for barrier 3\nmore"},
+        },
+    ]
+    text = report.markdown(results, {"version": "v1.36.3", "git": {"commit": "abc123", "dirty": False}})
+    rows = _rows(text)
+    assert rows["ran"][3:8] == ["ran", "270", "200.0", "300.0", "1.50"]
+    assert rows["skipped"][3] == "skip: feature gates X=true: unrecognized feature gate: X"
+    assert rows["failed"][4] == "dra: 56"
+    assert rows["failed"][6] == "error: timed out after 300s waiting for barrier 3"
+    assert rows["failed"][7] == "-"
+    assert "at commit abc123" in text
+    assert text.rstrip().endswith(
+        "3 workloads, 2 runnable here, 1 skipped; measured with both schedulers: 1, "
+        "pyscheduler's throughput >= kube-scheduler's in 1."
+    )
+
+
+def test_the_whole_course_table_takes_its_figures_from_the_runs_given() -> None:
+    listed: list[dict[str, Any]] = [
+        {"test_case": "A", "workload": "w1", "threshold": None, "labels": []},
+        {"test_case": "A", "workload": "w2", "threshold": None, "labels": []},
+        {"test_case": "B", "workload": "w1", "threshold": None, "labels": [], "skipped": ["why"]},
+    ]
+    old = {
+        "date": "2026-11-25T08:00",
+        "git": {"commit": "aaa"},
+        "results": [
+            {"test_case": "A", "workload": "w1", "pyscheduler": {"throughput_average": 1.0}},
+        ],
+    }
+    new = {
+        "date": "2026-11-26T08:00",
+        "git": {"commit": "bbb"},
+        "version": "v1.36.3",
+        "results": [
+            {"test_case": "A", "workload": "w1", "pyscheduler": {"throughput_average": 2.0}},
+            {"test_case": "B", "workload": "w1", "pyscheduler": {"throughput_average": 9.0}},
+        ],
+    }
+    rows = report.merge(listed, [old, new])
+    assert rows[0]["pyscheduler"] == {"throughput_average": 2.0}  # the later run wins
+    assert rows[0]["measured"] == "2026-11-26 bbb"  # said in the row: when and at which commit
+    assert "pyscheduler" not in rows[1]  # never run: stays "runnable"
+    assert "pyscheduler" not in rows[2]  # skipped now: an old figure is not shown
+    meta = report.runs_meta([old, new])
+    assert meta["git"]["commit"] == "aaa, bbb" and meta["version"] == "v1.36.3"
