@@ -76,6 +76,9 @@ class _MissingClaimCache:
     def get(self, namespace: str, name: str) -> None:
         return None
 
+    def list(self) -> list[Any]:
+        return []
+
     def allocated_devices(self) -> set[tuple[str, str, str]]:
         return set()
 
