@@ -201,14 +201,7 @@ class ClaimWriter:
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
         """Write ``status.extendedResourceClaimStatus`` of the pod (a strategic-merge patch of pods/status)."""
-        self.api.patch(
-            "Pod",
-            namespace,
-            name,
-            {"status": {"extendedResourceClaimStatus": dict(status)}},
-            subresource="status",
-            patch_type="strategic",
-        )
+        self.api.patch_pod_status(namespace, name, extended_resource_claim_status=status)
 
 
 def delete_claim(api: Any, claim: Mapping[str, Any]) -> None:

@@ -152,7 +152,15 @@ class Binding(PluginBase):
             raise BindError(f"extended resource claim not found for node {node_name}")
         claim, mappings = node_ext
         temp_uid = s.ext.claim.meta.uid
-        created = writer.create(claim.raw)
+        record = getattr(self.handle_extra("metrics"), "resourceclaim_create", None)
+        try:
+            created = writer.create(claim.raw)
+        except Exception:
+            if callable(record):
+                record("failure")
+            raise
+        if callable(record):
+            record("success")
         s.ext.created = created
         stored = writer.reserve(
             created, s.ext_allocation, {"resource": "pods", "name": pod.name, "uid": pod.uid}
@@ -219,18 +227,36 @@ class Binding(PluginBase):
                 )
             except Exception:
                 log.exception("recording BindingConditionsPending failed", pod=pod.key)
-        deadline = self.handle.now() + self.binding_timeout
+        start = self.handle.now()
+        st, label = self._poll_binding_conditions(s, start + self.binding_timeout)
+        metrics = self.handle_extra("metrics")
+        record = getattr(metrics, "dra_binding_conditions", None)
+        if callable(record):
+            waits: list[str] = []
+            allocations: list[str] = []
+            for c in s.claims:
+                results = ((c.allocation or {}).get("devices") or {}).get("results") or ()
+                waits.extend(str(r.get("driver", "")) for r in results)
+                allocations.extend(str(r.get("driver", "")) for r in results if r.get("bindingConditions"))
+            record(pod.scheduler_name, waits, allocations, label, self.handle.now() - start)
+        return st
+
+    def _poll_binding_conditions(self, s: State, deadline: float) -> tuple[Status | None, str]:
+        """Every 5 s until the binding conditions hold: (the result, kube's metric status label)."""
         while True:
             try:
                 if self._pod_ready_for_binding(s):
-                    return None
+                    return None, "success"
             except BindingFailed as e:
-                return Status.as_error(str(e), plugin=NAME)
+                return Status.as_error(str(e), plugin=NAME), "failure"
             except BindError as e:
-                return Status.as_error(str(e), plugin=NAME)
+                label = "timeout" if str(e).startswith("device binding timeout") else "error"
+                return Status.as_error(str(e), plugin=NAME), label
             left = deadline - self.handle.now()
             if left <= 0:
-                return Status.as_error("device binding timeout: context deadline exceeded", plugin=NAME)
+                return Status.as_error(
+                    "device binding timeout: context deadline exceeded", plugin=NAME
+                ), "timeout"
             self.sleep(min(BINDING_POLL_SECONDS, left))
 
     def _pod_ready_for_binding(self, s: State) -> bool:

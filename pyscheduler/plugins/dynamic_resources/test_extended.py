@@ -12,17 +12,24 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.dra import ResourceClaim, extended_resource_class
 from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Pod
+from pyscheduler.metrics import SchedulerMetrics
 from pyscheduler.plugins.dynamic_resources.extended import ANNOTATION, requests_and_mappings
 from pyscheduler.plugins.dynamic_resources.test_dynamic_resources import (
+    CLASS_OBJ,
     DRIVER,
     JSON,
+    WAITING_DEVICE,
     FakeClaimApi,
     World,
+    _device_status,
+    gpu_claim,
     gpus,
+    pod_with,
 )
 from pyscheduler.plugins.node_resources_fit import Fit
 from pyscheduler.testing.builders import PodBuilder, make_node, make_node_info, make_pod
-from pyscheduler.testing.dra import device_class
+from pyscheduler.testing.clock import FakeClock
+from pyscheduler.testing.dra import device_class, resource_slice
 
 GPU = "example.com/gpu"
 
@@ -228,3 +235,38 @@ def test_fit_leaves_mapped_resources_to_dra_only_where_allocatable_lacks_them() 
     fit2.pre_filter(state2, pod, [])
     st2 = fit2.filter(state2, pod, bare)
     assert st2 is not None and st2.message() == f"Insufficient {GPU}"
+
+
+def _sample(m: SchedulerMetrics, name: str, **labels: str) -> float | None:
+    return m.registry.get_sample_value(name, labels)
+
+
+def test_metrics_count_claim_creates_and_binding_condition_waits() -> None:
+    m = SchedulerMetrics()
+    w = world(gpu_class(), gpus("node-1", 3))
+    w.handle.extra["metrics"] = m
+    w.schedule(wants("p1", 1).obj(), "node-1")
+    assert _sample(m, "scheduler_resourceclaim_creates_total", status="success") == 1.0
+
+    clock = FakeClock()
+    slice_ = resource_slice("node-1-gpus", DRIVER, [WAITING_DEVICE], node="node-1")
+    bc = World(CLASS_OBJ, gpu_claim("c"), slice_, clock=clock)
+    bc.handle.extra["metrics"] = m
+    pod = pod_with("c").obj()
+    state, _, _ = bc.cycle(pod)
+    assert bc.plugin.reserve(state, pod, "node-1") is None
+
+    def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        stored = bc.claim("c")
+        raw = copy.deepcopy(stored.raw)
+        raw["status"]["devices"] = _device_status(attached="True")
+        raw["metadata"]["resourceVersion"] = str(stored.meta.resource_version + 1)
+        bc.tracker.on_update(stored, ResourceClaim.from_dict(raw))
+
+    bc.plugin.sleep = sleep
+    assert bc.plugin.pre_bind(state, pod, "node-1") is None
+    labels = {"profile": pod.scheduler_name, "driver": DRIVER, "status": "success"}
+    assert _sample(m, "scheduler_dra_bindingconditions_allocations_total", **labels) == 1.0
+    assert _sample(m, "scheduler_dra_bindingconditions_wait_duration_seconds_count", **labels) == 1.0
+    assert _sample(m, "scheduler_dra_bindingconditions_wait_duration_seconds_sum", **labels) == 5.0
