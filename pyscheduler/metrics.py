@@ -101,11 +101,6 @@ NOT_YET_EXPOSED: dict[str, str] = {
     "for them after the parity workload)",
     "scheduler_async_api_call_execution_duration_seconds": "see scheduler_async_api_call_execution_total",
     "scheduler_pending_async_api_calls": "see scheduler_async_api_call_execution_total",
-    "scheduler_resourceclaim_creates_total": "DRA extended resources (feature gate DRAExtendedResource, off "
-    "by default in 1.36); DRA is being built separately",
-    "scheduler_dra_bindingconditions_allocations_total": "DRA binding conditions (DRADeviceBindingConditions, "
-    "off by default in 1.36)",
-    "scheduler_dra_bindingconditions_wait_duration_seconds": "see scheduler_dra_bindingconditions_allocations_total",
     "scheduler_volume_binder_cache_requests_total": "VolumeBinding's assume cache operations; pyscheduler's "
     "VolumeBinding keeps no such cache",
     "scheduler_volume_scheduling_stage_error_total": "VolumeBinding's per-stage errors: not counted yet",
@@ -291,6 +286,28 @@ class SchedulerMetrics:
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ["type"],
+            registry=r,
+        )
+        # DynamicResources (kube registers these with DRAExtendedResource / DRADeviceBindingConditions on,
+        # as they are by default in 1.36)
+        self.resourceclaim_creates = Counter(
+            "scheduler_resourceclaim_creates_total",
+            "Number of ResourceClaims creation requests within scheduler",
+            ["status"],
+            registry=r,
+        )
+        self.dra_binding_conditions_allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations_total",
+            "Number of allocations using devices with BindingConditions, counted per driver per scheduling "
+            "attempt",
+            ["profile", "driver", "status"],
+            registry=r,
+        )
+        self.dra_binding_conditions_wait = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=_exp_buckets(0.1, 2, 14),
             registry=r,
         )
         # client-go's request metrics (k8s.io/client-go/tools/metrics, registered by component-base)
@@ -486,6 +503,20 @@ class SchedulerMetrics:
             duration.observe(seconds)
             req_size.observe(request_bytes)
             resp_size.observe(response_bytes)
+
+    def resourceclaim_create(self, status: str) -> None:
+        """DynamicResources created (status "success") or failed to create ("failure") a claim."""
+        self.resourceclaim_creates.labels(status).inc()
+
+    def dra_binding_conditions(
+        self, profile: str, waits: Iterable[str], allocations: Iterable[str], status: str, seconds: float
+    ) -> None:
+        """PreBind's wait for binding conditions ended with ``status`` (success, failure, timeout, error):
+        one wait observation per allocated device's driver, one allocation per device with conditions."""
+        for driver in waits:
+            self.dra_binding_conditions_wait.labels(profile, driver, status).observe(seconds)
+        for driver in allocations:
+            self.dra_binding_conditions_allocations.labels(profile, driver, status).inc()
 
     def rest_rate_limited(self, method: str, host: str, seconds: float) -> None:
         key = (method, host)

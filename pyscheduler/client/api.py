@@ -327,11 +327,15 @@ class Api(Transport):
         *,
         condition: Mapping[str, Any] | None = None,
         nominated_node_name: str | None = None,
+        extended_resource_claim_status: Mapping[str, Any] | None = None,
     ) -> JSON | None:
         """Strategic-merge patch of pods/{name}/status: merge one condition (by ``type``; its
-        ``lastTransitionTime`` defaults to now) and/or set ``status.nominatedNodeName`` ("" clears it).
-        Returns the updated pod, or None when there was nothing to patch."""
+        ``lastTransitionTime`` defaults to now) and/or set ``status.nominatedNodeName`` ("" clears it) and/or
+        ``status.extendedResourceClaimStatus`` (DynamicResources' PreBind). Returns the updated pod, or None
+        when there was nothing to patch."""
         status: JSON = {}
+        if extended_resource_claim_status is not None:
+            status["extendedResourceClaimStatus"] = dict(extended_resource_claim_status)
         if condition is not None:
             c = dict(condition)
             if not c.get("type"):

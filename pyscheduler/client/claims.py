@@ -179,3 +179,52 @@ class ClaimWriter:
 
     def unreserve(self, claim: Mapping[str, Any], consumer_uid: str) -> JSON | None:
         return unreserve_claim(self.api, claim, consumer_uid)
+
+    def create(self, claim: Mapping[str, Any]) -> JSON:
+        """Create the claim for a pod's extended resources backed by DRA (kube clears name, uid and
+        status first; the API server names it from ``generateName``)."""
+        body = copy.deepcopy(dict(claim))
+        meta = body.setdefault("metadata", {})
+        for key in ("name", "uid", "resourceVersion"):
+            meta.pop(key, None)
+        body.pop("status", None)
+        body.setdefault("apiVersion", "resource.k8s.io/v1")
+        body.setdefault("kind", KIND)
+        return dict(self.api.create(KIND, str(meta.get("namespace", "")), body))
+
+    def delete(self, claim: Mapping[str, Any]) -> None:
+        """kube's deleteClaim: drop its finalizer (retried on conflict), then delete; a claim already gone
+        is fine."""
+        delete_claim(self.api, claim)
+
+    def set_pod_extended_resource_claim_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        """Write ``status.extendedResourceClaimStatus`` of the pod (a strategic-merge patch of pods/status)."""
+        self.api.patch_pod_status(namespace, name, extended_resource_claim_status=status)
+
+
+def delete_claim(api: Any, claim: Mapping[str, Any]) -> None:
+    meta = _meta(claim)
+    ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    current: JSON = dict(claim)
+    for attempt in range(MAX_CONFLICT_RETRIES):
+        finalizers = list(_meta(current).get("finalizers") or [])
+        if FINALIZER not in finalizers:
+            break
+        body = copy.deepcopy(current)
+        body["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            api.update(KIND, ns, name, body)
+            break
+        except ApiError as e:
+            if e.is_not_found():
+                return
+            if not e.is_conflict() or attempt == MAX_CONFLICT_RETRIES - 1:
+                raise
+            current = dict(api.get(KIND, ns, name))
+    try:
+        api.delete(KIND, ns, name)
+    except ApiError as e:
+        if not e.is_not_found():
+            raise

@@ -11,7 +11,7 @@ shares of devices that allow multiple allocations).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -592,6 +592,8 @@ class ClaimCache(Protocol):
 
     def get(self, namespace: str, name: str) -> ResourceClaim | None: ...
 
+    def list(self) -> list[ResourceClaim]: ...
+
     def allocated_devices(self) -> set[tuple[str, str, str]]: ...
 
     def allocated_capacity(self) -> dict[tuple[str, str, str], dict[str, Fraction]]: ...
@@ -614,6 +616,41 @@ class ClaimWrites(Protocol):
         self, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, consumer: JSON
     ) -> JSON: ...
 
+    def create(self, claim: Mapping[str, Any]) -> JSON: ...
+
+    def delete(self, claim: Mapping[str, Any]) -> None: ...
+
+    def set_pod_extended_resource_claim_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None: ...
+
     def deallocate(self, claim: Mapping[str, Any], consumer_uid: str = "") -> JSON: ...
 
     def unreserve(self, claim: Mapping[str, Any], consumer_uid: str) -> JSON | None: ...
+
+
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi's implicit name
+
+
+def extended_resource_class(classes: Iterable[Mapping[str, Any]], resource: str) -> str | None:
+    """The DeviceClass that backs extended resource ``resource`` (DRAExtendedResource): one whose
+    ``spec.extendedResourceName`` is that name, or the class ``C`` for the implicit name
+    ``deviceclass.resource.kubernetes.io/C``. Several classes naming it: the newest wins, on a tie the lower
+    name (kube's ExtendedResourceCache)."""
+    best: tuple[str, str] | None = None
+    implicit = (
+        resource[len(IMPLICIT_EXTENDED_RESOURCE_PREFIX) :]
+        if resource.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+        else None
+    )
+    for obj in classes:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if name == implicit:
+            return name
+        spec = obj.get("spec") or {}
+        if isinstance(spec, Mapping) and spec.get("extendedResourceName") == resource:
+            ts = str(meta.get("creationTimestamp", ""))
+            if best is None or ts > best[0] or (ts == best[0] and name < best[1]):
+                best = (ts, name)
+    return best[1] if best is not None else None

@@ -28,6 +28,10 @@ Extension points (kube's order and words):
   subrequest; NormalizeScore scales to [0, 100].
 - Reserve / Unreserve / PreBind: see ``binding``.
 
+Extended resources backed by DRA (DRAExtendedResource): see ``extended``; the pod's special claim is
+allocated with its other claims, created in PreBind, deleted by Unreserve after a failed binding and by
+PostFilter when an earlier cycle left one ("deletion of ResourceClaim completed").
+
 Args (DynamicResourcesArgs): ``filterTimeout`` (default 10s, 0 = none), ``bindingTimeout`` (default 600s).
 
 Needs ``handle.extra["claims"]`` (the claim assume cache) and, to write, ``handle.extra["claim_writer"]``;
@@ -75,6 +79,9 @@ class _MissingClaimCache:
 
     def get(self, namespace: str, name: str) -> None:
         return None
+
+    def list(self) -> list[Any]:
+        return []
 
     def allocated_devices(self) -> set[tuple[str, str, str]]:
         return set()

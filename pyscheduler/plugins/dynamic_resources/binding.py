@@ -31,6 +31,8 @@ from pyscheduler.plugins.dynamic_resources.common import (
 )
 from pyscheduler.plugins.dynamic_resources.plugin_base import BindingFailed, PluginBase
 
+EXTENDED_CLAIM_CACHE_TIMEOUT = 120.0  # kube's AssumeExtendedResourceTimeoutDefaultSeconds
+EXTENDED_CLAIM_CACHE_POLL = 0.05
 BINDING_POLL_SECONDS = 5.0  # kube's PreBind polls binding conditions every 5 s
 
 
@@ -53,6 +55,7 @@ class Binding(PluginBase):
             if not pod.resource_claims:  # nothing to reserve (e.g. a pod group's re-assume, no PreFilter)
                 return None
             return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
+        self._reserve_extended(s, pod, node_name)
         todo = s.to_allocate()
         if not todo or s.allocator is None:
             return None
@@ -71,10 +74,25 @@ class Binding(PluginBase):
             log.debug("reserved devices in flight", pod=pod.key, claim=s.claims[i].key, node=node_name)
         return None
 
+    def _reserve_extended(self, s: State, pod: Pod, node_name: str) -> None:
+        """The special claim's devices on this node go in flight under its temporary uid."""
+        if s.ext is None:
+            return
+        node_ext = s.ext.per_node.get(node_name)
+        allocation = s.ext_allocations.get(node_name)
+        if node_ext is None or allocation is None:
+            return
+        s.ext_allocation = allocation
+        self.deps.claims.signal_pending_allocation(with_allocation(node_ext[0], allocation))
+        log.debug("reserved devices in flight for extended resources", pod=pod.key, node=node_name)
+
     # ---------------------------------------------------------------------------------- Unreserve
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         s = state.get(STATE_KEY)
-        if not isinstance(s, State) or not s.claims:
+        if not isinstance(s, State):
+            return
+        self._unreserve_extended(s, pod)
+        if not s.claims:
             return
         for claim in s.claims:
             if self.deps.claims.remove_pending_allocation(claim.meta.uid):
@@ -85,6 +103,19 @@ class Binding(PluginBase):
                 except Exception:  # the next attempt gets here again; kube logs and goes on too
                     log.exception("unreserve claim failed", pod=pod.key, claim=claim.key)
 
+    def _unreserve_extended(self, s: State, pod: Pod) -> None:
+        if s.ext is None:
+            return
+        self.deps.claims.remove_pending_allocation(s.ext.claim.meta.uid, force=True)
+        created = s.ext.created
+        if created is None or self.deps.writer is None:
+            return
+        try:
+            self.deps.writer.delete(created)
+        except Exception:  # kube logs and goes on too
+            log.exception("deleting the extended resource claim failed", pod=pod.key)
+        s.ext.created = None
+
     # ---------------------------------------------------------------------------------- PreBind
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
@@ -92,8 +123,6 @@ class Binding(PluginBase):
             if not pod.resource_claims:
                 return None
             return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
-        if not s.claims:
-            return None
         for i, claim in enumerate(s.claims):
             if reserved_for_pod(pod, claim):
                 continue
@@ -101,7 +130,57 @@ class Binding(PluginBase):
                 s.claims[i] = self._bind_claim(s, i, pod)
             except Exception as e:  # the API boundary: the binding cycle fails and Unreserve runs
                 return Status.as_error(e, plugin=NAME)
+        if s.ext is not None and s.ext_allocation is not None:
+            try:
+                self._bind_extended(s, pod, node_name)
+            except Exception as e:  # the API boundary: the binding cycle fails and Unreserve runs
+                return Status.as_error(e, plugin=NAME)
+        if not s.claims:
+            return None
         return self._wait_for_binding_conditions(s, pod, node_name)
+
+    def _bind_extended(self, s: State, pod: Pod, node_name: str) -> None:
+        """kube's bindClaim for the special claim: create it, write its allocation and reservation, wait
+        (up to 120 s) until the watch has it so its devices never look free, and write the pod's
+        ``status.extendedResourceClaimStatus``."""
+        assert s.ext is not None
+        writer = self.deps.writer
+        if writer is None:
+            raise BindError("no API client to write ResourceClaims with")
+        node_ext = s.ext.per_node.get(node_name)
+        if node_ext is None:
+            raise BindError(f"extended resource claim not found for node {node_name}")
+        claim, mappings = node_ext
+        temp_uid = s.ext.claim.meta.uid
+        record = getattr(self.handle_extra("metrics"), "resourceclaim_create", None)
+        try:
+            created = writer.create(claim.raw)
+        except Exception:
+            if callable(record):
+                record("failure")
+            raise
+        if callable(record):
+            record("success")
+        s.ext.created = created
+        stored = writer.reserve(
+            created, s.ext_allocation, {"resource": "pods", "name": pod.name, "uid": pod.uid}
+        )
+        s.ext.created = stored
+        name = str((stored.get("metadata") or {}).get("name", ""))
+        self._wait_in_cache(pod.namespace, name)
+        self.deps.claims.remove_pending_allocation(temp_uid, force=True)
+        writer.set_pod_extended_resource_claim_status(
+            pod.namespace, pod.name, {"requestMappings": mappings, "resourceClaimName": name}
+        )
+
+    def _wait_in_cache(self, namespace: str, name: str) -> None:
+        deadline = self.handle.now() + EXTENDED_CLAIM_CACHE_TIMEOUT
+        while self.handle.now() < deadline:
+            seen = self.deps.claims.get(namespace, name)
+            if seen is not None and seen.allocated:
+                return
+            self.sleep(EXTENDED_CLAIM_CACHE_POLL)
+        log.debug("extended resource claim not in the cache yet", claim=f"{namespace}/{name}")
 
     def _bind_claim(self, s: State, i: int, pod: Pod) -> ResourceClaim:
         claim = s.claims[i]
@@ -148,18 +227,36 @@ class Binding(PluginBase):
                 )
             except Exception:
                 log.exception("recording BindingConditionsPending failed", pod=pod.key)
-        deadline = self.handle.now() + self.binding_timeout
+        start = self.handle.now()
+        st, label = self._poll_binding_conditions(s, start + self.binding_timeout)
+        metrics = self.handle_extra("metrics")
+        record = getattr(metrics, "dra_binding_conditions", None)
+        if callable(record):
+            waits: list[str] = []
+            allocations: list[str] = []
+            for c in s.claims:
+                results = ((c.allocation or {}).get("devices") or {}).get("results") or ()
+                waits.extend(str(r.get("driver", "")) for r in results)
+                allocations.extend(str(r.get("driver", "")) for r in results if r.get("bindingConditions"))
+            record(pod.scheduler_name, waits, allocations, label, self.handle.now() - start)
+        return st
+
+    def _poll_binding_conditions(self, s: State, deadline: float) -> tuple[Status | None, str]:
+        """Every 5 s until the binding conditions hold: (the result, kube's metric status label)."""
         while True:
             try:
                 if self._pod_ready_for_binding(s):
-                    return None
+                    return None, "success"
             except BindingFailed as e:
-                return Status.as_error(str(e), plugin=NAME)
+                return Status.as_error(str(e), plugin=NAME), "failure"
             except BindError as e:
-                return Status.as_error(str(e), plugin=NAME)
+                label = "timeout" if str(e).startswith("device binding timeout") else "error"
+                return Status.as_error(str(e), plugin=NAME), label
             left = deadline - self.handle.now()
             if left <= 0:
-                return Status.as_error("device binding timeout: context deadline exceeded", plugin=NAME)
+                return Status.as_error(
+                    "device binding timeout: context deadline exceeded", plugin=NAME
+                ), "timeout"
             self.sleep(min(BINDING_POLL_SECONDS, left))
 
     def _pod_ready_for_binding(self, s: State) -> bool:

@@ -22,6 +22,7 @@ from pyscheduler.framework.interfaces import ClusterObjects
 from pyscheduler.framework.selectors import NodeSelector
 from pyscheduler.framework.types import MalformedObject, Pod
 from pyscheduler.plugins.dynamic_resources.allocator import Allocator
+from pyscheduler.plugins.dynamic_resources.extended import ExtendedClaim
 
 log = structlog.get_logger("pyscheduler.plugins.dynamic_resources")
 
@@ -85,6 +86,10 @@ class State:
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # extended resources backed by DRA: the pod's special claim, and per node its allocation (Filter)
+    ext: ExtendedClaim | None = None
+    ext_allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ext_allocation: dict[str, Any] | None = None  # Reserve's choice
 
     def clone(self) -> State:
         return self

@@ -10,6 +10,7 @@ from pyscheduler.framework.interfaces import PostFilterResult, PreFilterResult
 from pyscheduler.framework.selectors import NodeSelector, SelectorError
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.plugins.dynamic_resources import extended
 from pyscheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
     AllocationTimeout,
@@ -18,6 +19,7 @@ from pyscheduler.plugins.dynamic_resources.allocator import (
 )
 from pyscheduler.plugins.dynamic_resources.claims import ClaimLookupError, pod_claims
 from pyscheduler.plugins.dynamic_resources.common import (
+    DEVICE_CLASS,
     ERR_CANNOT_ALLOCATE,
     ERR_CLAIM_IN_USE,
     ERR_NOT_AVAILABLE,
@@ -34,6 +36,7 @@ from pyscheduler.plugins.dynamic_resources.common import (
     log,
     reserved_for_pod,
 )
+from pyscheduler.plugins.dynamic_resources.extended import ExtendedClaim
 from pyscheduler.plugins.dynamic_resources.plugin_base import PluginBase
 
 
@@ -54,13 +57,14 @@ class Filtering(PluginBase):
     ) -> tuple[PreFilterResult | None, Status | None]:
         s = State()
         state.write(STATE_KEY, s)
-        if not pod.resource_claims:
+        s.ext = self._extended_claim(pod)
+        if not pod.resource_claims and s.ext is None:
             return None, Status.skip(NAME)
         try:
             claims = pod_claims(pod, self.deps.claims.get)
         except ClaimLookupError as e:
             return None, Status.unresolvable(str(e), plugin=NAME)
-        if not claims:
+        if not claims and s.ext is None:
             return None, Status.skip(NAME)
         s.infos = [ClaimInfo() for _ in claims]
         to_allocate = 0
@@ -85,7 +89,7 @@ class Filtering(PluginBase):
             st = self._validate_classes(claim)
             if st is not None:
                 return None, st
-        if to_allocate:
+        if to_allocate or s.ext is not None:
             s.allocator = Allocator(
                 lambda name: self.resources.device_class(self.handle.objects, name),
                 self.resources.slices(self.handle.objects),
@@ -95,6 +99,15 @@ class Filtering(PluginBase):
             )
         s.claims = claims
         return None, None
+
+    def _extended_claim(self, pod: Pod) -> ExtendedClaim | None:
+        """The pod's special claim for extended resources backed by DRA (DRAExtendedResource)."""
+        if not self.extended_resources or not any(
+            q and extended.is_dra_extended_resource_name(r) for r, q in pod.requests.scalar.items()
+        ):
+            return None
+        classes = list(self.handle.objects.list(DEVICE_CLASS))
+        return extended.pre_filter(pod, classes, self.deps.claims.list())
 
     def _validate_classes(self, claim: ResourceClaim) -> Status | None:
         for req in claim.requests:
@@ -117,24 +130,20 @@ class Filtering(PluginBase):
         s = state.get(STATE_KEY)
         if not isinstance(s, State):
             return Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
-        if not s.claims:
+        if not s.claims and s.ext is None:
             return None
         node = node_info.node
         if node is None:
             return Status.as_error("node not found", plugin=NAME)
-        unavailable = []
-        for i, claim in enumerate(s.claims):
-            selector = s.infos[i].available_on
-            if selector is not None and not selector.matches(node.labels, node.name):
-                unavailable.append(i)
-                continue
-            if not claim.allocated:
-                continue
-            if self.claim_binding_failed(claim):
-                unavailable.append(i)
+        st, ext_claim = self._filter_extended(s, pod, node_info, node.name)
+        if st is not None or (ext_claim is None and not s.claims):
+            return st
+        unavailable = self._unavailable_claims(s, node.labels, node.name)
         allocations = None
         if s.allocator is not None:
             todo = [s.claims[i] for i in s.to_allocate()]
+            if ext_claim is not None:
+                todo.append(ext_claim)
             try:
                 allocations = s.allocator.allocate(node.name, node.labels, todo, self.filter_deadline())
             except AllocationTimeout:
@@ -151,8 +160,40 @@ class Filtering(PluginBase):
             return Status.unresolvable(ERR_NOT_AVAILABLE, plugin=NAME)
         if allocations is not None:
             with s.lock:
+                if ext_claim is not None:
+                    s.ext_allocations[node.name] = allocations[-1]
+                    allocations = allocations[:-1]
                 s.node_allocations[node.name] = allocations
         return None
+
+    def _unavailable_claims(self, s: State, labels: Mapping[str, str], node_name: str) -> list[int]:
+        """The allocated claims not usable on the node (allocation's node selector, binding failed)."""
+        out = []
+        for i, claim in enumerate(s.claims):
+            selector = s.infos[i].available_on
+            if (selector is not None and not selector.matches(labels, node_name)) or (
+                claim.allocated and self.claim_binding_failed(claim)
+            ):
+                out.append(i)
+        return out
+
+    def _filter_extended(
+        self, s: State, pod: Pod, node_info: NodeInfo, node_name: str
+    ) -> tuple[Status | None, ResourceClaim | None]:
+        """kube's filterExtendedResources: (a failure, the special claim to allocate on this node)."""
+        if s.ext is None:
+            return None, None
+        if not s.ext.in_memory and s.ext.claim.requests:
+            return Status.unresolvable(extended.ERR_PRIOR_CLAIM, plugin=NAME), None
+        try:
+            node_ext = extended.for_node(s.ext, pod, node_info)
+        except extended.CannotFit:
+            return Status.unresolvable(extended.ERR_CANNOT_FIT, plugin=NAME), None
+        with s.lock:
+            s.ext.per_node[node_name] = node_ext
+        if node_ext is None or s.ext.claim.allocated:
+            return None, None
+        return None, node_ext[0]
 
     # ---------------------------------------------------------------------------------- PostFilter
     def post_filter(
@@ -161,7 +202,7 @@ class Filtering(PluginBase):
         s = state.get(STATE_KEY)
         if not isinstance(s, State):
             return None, Status.as_error(ERR_STATE_NOT_FOUND, plugin=NAME)
-        if not s.claims:
+        if not s.claims and s.ext is None:
             return None, Status.unschedulable(MSG_NO_CLAIMS_TO_DEALLOCATE)
         for i in sorted(s.unavailable):
             claim = s.claims[i]
@@ -178,4 +219,13 @@ class Filtering(PluginBase):
                 except Exception as e:  # the API boundary: any failure is this cycle's error
                     return None, Status.as_error(e, plugin=NAME)
                 return None, Status.unschedulable(MSG_DEALLOCATED)
+        if s.ext is not None and not s.ext.in_memory:
+            # the special claim of an earlier cycle: delete it, the next attempt starts anew
+            if self.deps.writer is None:
+                return None, Status.as_error("no API client to delete ResourceClaims with", plugin=NAME)
+            try:
+                self.deps.writer.delete(s.ext.claim.raw)
+            except Exception as e:  # the API boundary
+                return None, Status.as_error(e, plugin=NAME)
+            return None, Status.unschedulable(extended.MSG_DELETED)
         return None, Status.unschedulable(MSG_STILL_NOT_SCHEDULABLE)

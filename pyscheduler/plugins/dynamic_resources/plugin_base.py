@@ -32,6 +32,13 @@ def _condition_true(conditions: Any, kind: str) -> Mapping[str, Any] | None:
     return None
 
 
+def _gate(handle: Handle, name: str) -> bool:
+    """A feature gate from ``handle.extra["feature_gates"]`` (name -> bool); on, 1.36's default, if absent."""
+    extra = getattr(handle, "extra", None)
+    gates = extra.get("feature_gates") if isinstance(extra, Mapping) else None
+    return bool(gates.get(name, True)) if isinstance(gates, Mapping) else True
+
+
 class PluginBase:
     name = "DynamicResources"
 
@@ -43,6 +50,7 @@ class PluginBase:
         self.cel = SelectorCache()
         self.filter_timeout = args.filter_timeout_seconds
         self.binding_timeout = args.binding_timeout_seconds
+        self.extended_resources = _gate(handle, "DRAExtendedResource")
 
     # ---------------------------------------------------------------------------------- clocks
     def filter_deadline(self) -> Callable[[], bool] | None:

@@ -37,8 +37,11 @@ Args (``NodeResourcesFitArgs``, see ``args``)
   or RequestedToCapacityRatio (a piecewise-linear ``shape`` of utilization 0-100 -> score 0-10, scaled to
   0-100); ``resources`` (default cpu and memory, weight 1).
 
-Not modelled: DRA-backed extended resources (no DeviceClass mapping exists here, so every extended
-resource is checked against the node's allocatable, as kube does when no DeviceClass maps it).
+Extended resources backed by DRA (DRAExtendedResource, on by default): a requested resource that a
+DeviceClass maps (``spec.extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) is not
+checked on a node whose allocatable lacks it; DynamicResources allocates devices for it there. Not
+modelled: kube's scoring of such resources from the node's devices (Score counts them only where the
+node's allocatable lists them).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any
 
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import extended_resource_class
 from pyscheduler.framework.events import as_node, as_pod
 from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
 from pyscheduler.framework.interfaces import (
@@ -118,6 +122,9 @@ REASON_INSUFFICIENT_MEMORY = "Insufficient memory"
 REASON_INSUFFICIENT_EPHEMERAL_STORAGE = "Insufficient ephemeral-storage"
 
 
+DEVICE_CLASS = "DeviceClass"
+
+
 def insufficient_reason(resource: str) -> str:
     """The reason for an extended / scalar resource: "Insufficient example.com/gpu"."""
     return f"Insufficient {resource}"
@@ -135,6 +142,9 @@ class PodResourceRequest:
     memory: int
     ephemeral_storage: int
     scalar: tuple[tuple[str, int, str], ...]
+    # extended resources a DeviceClass backs (DRAExtendedResource): left to DynamicResources on a node
+    # whose allocatable does not list them
+    dra: frozenset[str] = frozenset()
 
     def clone(self) -> PodResourceRequest:
         return self
@@ -202,7 +212,20 @@ class Fit:
             if is_extended_resource_name(rname) and self._is_ignored(rname):
                 continue
             scalar.append((rname, qty, insufficient_reason(rname)))
-        return PodResourceRequest(req.milli_cpu, req.memory, req.ephemeral_storage, tuple(scalar))
+        return PodResourceRequest(
+            req.milli_cpu, req.memory, req.ephemeral_storage, tuple(scalar), self._dra_backed(scalar)
+        )
+
+    def _dra_backed(self, scalar: Sequence[tuple[str, int, str]]) -> frozenset[str]:
+        """The requested resources a DeviceClass maps (kube's shouldDelegateResourceToDRA, less the
+        node's allocatable, which ``fits`` checks)."""
+        objects = getattr(self.handle, "objects", None) if self.handle is not None else None
+        if objects is None or not scalar:
+            return frozenset()
+        classes = list(objects.list(DEVICE_CLASS))
+        if not classes:
+            return frozenset()
+        return frozenset(r for r, _, _ in scalar if extended_resource_class(classes, r) is not None)
 
     def _is_ignored(self, rname: str) -> bool:
         if rname in self._ignored:
@@ -390,6 +413,8 @@ def fits(s: PodResourceRequest, alloc: Resource, used: Resource, num_pods: int) 
         a_scalar, u_scalar = alloc.scalar, used.scalar
         for rname, q, reason in s.scalar:
             a = a_scalar.get(rname, 0)
+            if a <= 0 and rname in s.dra:
+                continue  # DynamicResources allocates devices for it on this node
             if q > a - u_scalar.get(rname, 0):
                 reasons.append(reason)
                 unresolvable = unresolvable or q > a

@@ -173,3 +173,48 @@ def test_deallocate_a_claim_reserved_only_for_the_pod_being_scheduled() -> None:
     )
     with pytest.raises(ClaimWriteError, match="still in use"):
         deallocate_claim(api, theirs, "u")
+
+
+class DeletingApi(FakeApi):
+    def __init__(self, stored: dict[str, Any]) -> None:
+        super().__init__(stored)
+        self.deleted: list[str] = []
+        self.gone = False
+
+    def delete(self, kind: str, ns: str, name: str) -> None:
+        if self.gone:
+            raise ApiError(404, "NotFound", "gone", "DELETE", resource_path(kind, ns, name))
+        self.deleted.append(name)
+
+
+def test_delete_drops_kubes_finalizer_first_and_tolerates_a_claim_already_gone() -> None:
+    stored = claim(rv="3")
+    stored["metadata"]["finalizers"] = ["other", FINALIZER]
+    api = DeletingApi(stored)
+    stale = copy.deepcopy(stored)
+    stale["metadata"]["resourceVersion"] = "2"  # a 409 first: re-read, then drop the finalizer
+    api.get = lambda kind, ns, name: copy.deepcopy(api.stored)  # type: ignore[method-assign]
+    ClaimWriter(api).delete(stale)
+    assert api.stored["metadata"]["finalizers"] == ["other"]
+    assert api.deleted == ["c"]
+    api.gone = True
+    ClaimWriter(api).delete(api.stored)  # no finalizer left, 404 on delete: nothing raised
+    assert api.deleted == ["c"]
+
+
+def test_create_clears_what_the_api_server_assigns() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class CreatingApi:
+        def create(self, kind: str, ns: str, body: dict[str, Any]) -> dict[str, Any]:
+            seen.append(copy.deepcopy(body))
+            return {**body, "metadata": {**body["metadata"], "name": "p-extended-resources-x"}}
+
+    body = claim(status={"allocation": ALLOC})
+    body["metadata"]["generateName"] = "p-extended-resources-"
+    out = ClaimWriter(CreatingApi()).create(body)
+    assert out["metadata"]["name"] == "p-extended-resources-x"
+    sent = seen[0]
+    assert "name" not in sent["metadata"] and "uid" not in sent["metadata"] and "status" not in sent
+    assert sent["metadata"]["generateName"] == "p-extended-resources-"
+    assert (sent["apiVersion"], sent["kind"]) == ("resource.k8s.io/v1", "ResourceClaim")
