@@ -1104,3 +1104,35 @@ def test_only_unschedulable_nodes_are_tried(n1_status: Status | None, want: str)
         statuses["n1"] = n1_status
     result, status = env.plugin.post_filter(state, p, statuses)
     assert code(status) == Code.SUCCESS and result is not None and result.nominated_node_name == want
+
+
+# ------------------------------------------------------------------------------------------ resource precheck
+
+
+def _too_small() -> NodeInfo:
+    # 1 of its 2 CPUs is held by a pod the preemptor cannot evict: it cannot fit a 2-CPU pod
+    return node("small", "2", vpod("hi", 20, "1"), vpod("lo", 1, "1"))
+
+
+def test_nodes_too_small_even_without_victims_are_not_dry_run() -> None:
+    env = Env([_too_small(), node("ok", "2", vpod("v", 1, "2"))])
+    p = vpod("p", 10, "2").obj()
+    state, _ = env.statuses(p)
+    before = sum(env.framework.evaluations.values())
+    cands, _, errors = env.plugin.dry_run_preemption(state, p, env.nodes, [], offset=0, num_candidates=2)
+    assert [(c.name, [v.name for v in c.victims]) for c in cands] == [("ok", ["v"])] and errors == []
+    # only "ok" was dry-run: a Filter pass with its victim gone (Blocked, NodeResourcesFit, Blockers)
+    # and one with it put back (rejected by NodeResourcesFit); "small" would have added 2 more
+    assert sum(env.framework.evaluations.values()) - before == 5
+
+
+def test_nodes_too_small_keep_their_reasons_when_no_node_can_help() -> None:
+    env = Env([_too_small(), node("none", "2", vpod("hi2", 20, "2"))])
+    p = vpod("p", 10, "2").obj()
+    result, status = env.post_filter(p)
+    assert result is not None and result.mode == "clear"
+    assert status is not None and status.code == Code.UNSCHEDULABLE
+    assert status.message() == (
+        "preemption: 0/2 nodes are available: 1 Insufficient cpu, "
+        "1 No preemption victims found for incoming pod."
+    )
