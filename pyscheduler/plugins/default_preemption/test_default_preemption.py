@@ -4,6 +4,7 @@ that every dry-run Filter call is real."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -674,10 +675,30 @@ def test_async_preemption_failure_spares_the_last_victim_and_activates() -> None
     result, status = env.post_filter(p)
     # the result comes back at once; the API calls run on the (here inline) preemption runner
     assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
-    victims = [c[1] for c in env.client.calls if c[0] == "delete"]
-    assert victims == ["default/c", "default/b"]  # most important first; "a" (the last) is spared
+    victims = sorted(c[1] for c in env.client.calls if c[0] == "delete")
+    assert victims == ["default/b", "default/c"]  # evicted together; "a" (the last) is spared
     assert [[x.name for x in pods] for pods in activated] == [["p"]]
     assert not env.plugin.is_pod_running_preemption(p.uid)
+
+
+def test_async_preemption_evicts_all_but_the_last_victim_at_once() -> None:
+    both_in_flight = threading.Barrier(2, timeout=5)  # broken (an error) if b and c go one after the other
+    activated: list[list[Pod]] = []
+
+    def on_delete(name: str) -> None:
+        if name in ("b", "c"):
+            both_in_flight.wait()
+
+    env = Env(
+        [node("n1", "3", vpod("a", 1, "1"), vpod("b", 2, "1"), vpod("c", 3, "1"))],
+        client=FakeClient(on_delete=on_delete),
+        extra={"activate": activated.append},
+    )
+    p = vpod("p", 10, "3").obj()
+    result, status = env.post_filter(p)
+    assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
+    assert sorted(env.client.deleted()) == ["a", "b", "c"] and env.client.deleted()[-1] == "a"
+    assert activated == []
 
 
 def test_no_object_store_means_no_pdbs() -> None:
