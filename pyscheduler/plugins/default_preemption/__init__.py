@@ -291,7 +291,9 @@ class DefaultPreemption:
             if not has_lower_priority_pods(ni, pod):
                 statuses[ni.name] = NO_VICTIMS
                 continue
-            if request is not None and too_small_without_lower_priority_pods(ni, pod, request):
+            if request is not None and too_small_without_lower_priority_pods(
+                ni, pod, request, self._nominated(ni.name)
+            ):
                 statuses[ni.name] = None  # keeps the visiting order; filled in below if needed
                 deferred.append(ni)
                 continue
@@ -333,6 +335,10 @@ class DefaultPreemption:
         if status is None or status.is_success():
             status = Status.as_error(f'expected at least one victim pod on node "{ni.name}"')
         return None, status
+
+    def _nominated(self, node: str) -> Sequence[Any]:
+        nominated = getattr(self.handle, "nominated_pods_for_node", None)
+        return nominated(node) if callable(nominated) else ()
 
     def _resource_precheck(self, state: CycleState) -> Any:
         """NodeResourcesFit's PreFilter state when that plugin filters in this cycle, else None (no

@@ -1157,3 +1157,20 @@ def test_nodes_too_small_keep_their_reasons_when_no_node_can_help() -> None:
         "preemption: 0/2 nodes are available: 1 Insufficient cpu, "
         "1 No preemption victims found for incoming pod."
     )
+
+
+def test_nominated_pods_count_in_the_precheck_as_in_the_dry_run() -> None:
+    # "nom" frees 2 CPUs, but a higher-priority pod nominated there takes 1: the preemptor cannot fit
+    q = vpod("q", 20, "1").obj()
+    env = Env(
+        [node("nom", "2", vpod("lo", 1, "2")), node("ok", "2", vpod("v", 1, "2"))], nominated={"nom": [q]}
+    )
+    p = vpod("p", 10, "2").obj()
+    result, status = env.post_filter(p)
+    assert status is not None and status.is_success() and result is not None
+    assert result.nominated_node_name == "ok"
+    env = Env([node("nom", "2", vpod("lo", 1, "2"))], nominated={"nom": [q]})
+    result, status = env.post_filter(p)
+    assert (
+        status is not None and status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    )

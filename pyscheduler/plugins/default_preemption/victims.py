@@ -153,13 +153,24 @@ def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
     return any(pi.pod.priority < priority for pi in node_info.pods)
 
 
-def too_small_without_lower_priority_pods(node_info: NodeInfo, pod: Pod, request: Any) -> bool:
+def too_small_without_lower_priority_pods(
+    node_info: NodeInfo, pod: Pod, request: Any, nominated: Iterable[PodInfo] = ()
+) -> bool:
     """Whether NodeResourcesFit must reject ``pod`` on ``node_info`` even with every lower-priority pod
     removed: then the dry run cannot make the node a candidate. ``request`` is NodeResourcesFit's
-    PreFilter state (``milli_cpu``, ``memory``); only the pod count, CPU and memory are checked, with the
-    same arithmetic as the plugin, so a True here is a Filter failure there (nominated pods only add)."""
+    PreFilter state (``milli_cpu``, ``memory``); ``nominated`` the pods nominated to the node, of which
+    those of priority >= the pod's (but the pod itself) are added for the Filter pass that counts them.
+    Only the pod count, CPU and memory are checked, with the plugin's arithmetic, so a True here is a
+    Filter failure in the dry run."""
     priority = pod.priority
     cpu = mem = removed = 0
+    for pi in nominated:
+        p = pi.pod
+        if p.uid != pod.uid and p.priority >= priority:
+            r = p.requests
+            cpu -= r.milli_cpu
+            mem -= r.memory
+            removed -= 1
     for pi in node_info.pods:
         p = pi.pod
         if p.priority < priority:
