@@ -12,7 +12,9 @@ PostFilter (runs only when no node fits; gets each failed node's Filter status):
 2. Candidates. Only nodes whose Filter status is Unschedulable can help (UnschedulableAndUnresolvable
    ones, and nodes without a status, cannot). Starting at a random offset, each is dry-run (see
    ``victims``) until max(``minCandidateNodesPercentage`` % of them, ``minCandidateNodesAbsolute``)
-   candidates are found, at least one of them violating no PodDisruptionBudget.
+   candidates are found, at least one of them violating no PodDisruptionBudget. A node NodeResourcesFit
+   rejects even with every lower-priority pod gone (and the higher-priority nominated ones counted) is
+   dry-run only if no node turns out a candidate (its reasons are reported then).
 3. No candidate: Unschedulable with the nodes' reasons, e.g. "preemption: 0/3 nodes are available:
    1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.", and a
    result that clears the pod's nomination (``PostFilterResult("", mode="clear")``).
