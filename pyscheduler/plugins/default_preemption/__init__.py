@@ -12,7 +12,9 @@ PostFilter (runs only when no node fits; gets each failed node's Filter status):
 2. Candidates. Only nodes whose Filter status is Unschedulable can help (UnschedulableAndUnresolvable
    ones, and nodes without a status, cannot). Starting at a random offset, each is dry-run (see
    ``victims``) until max(``minCandidateNodesPercentage`` % of them, ``minCandidateNodesAbsolute``)
-   candidates are found, at least one of them violating no PodDisruptionBudget.
+   candidates are found, at least one of them violating no PodDisruptionBudget. A node NodeResourcesFit
+   rejects even with every lower-priority pod gone (and the higher-priority nominated ones counted) is
+   dry-run only if no node turns out a candidate (its reasons are reported then).
 3. No candidate: Unschedulable with the nodes' reasons, e.g. "preemption: 0/3 nodes are available:
    1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.", and a
    result that clears the pod's nomination (``PostFilterResult("", mode="clear")``).
@@ -95,6 +97,7 @@ from .victims import (
     parse_pdbs,
     pick_one_node_for_preemption,
     select_victims_on_node,
+    too_small_without_lower_priority_pods,
 )
 
 __all__ = [
@@ -135,6 +138,8 @@ MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 MSG_NO_CANDIDATE = "no candidate node for preemption"
 MSG_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 ASYNC_PREEMPTION_GATE = "SchedulerAsyncPreemption"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+NODE_RESOURCES_FIT_STATE_KEY = "PreFilter" + NODE_RESOURCES_FIT  # its PodResourceRequest
 
 
 def _skip_hint(pod: Any, old: Any, new: Any) -> QueueingHint:
@@ -275,31 +280,84 @@ class DefaultPreemption:
         with their statuses, and the errors met."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        statuses: dict[str, Status] = {}
+        statuses: dict[str, Status | None] = {}
         errors: list[str] = []
+        # Nodes NodeResourcesFit rejects even with every lower-priority pod gone cannot be candidates:
+        # they are skipped here and dry-run only if no node is a candidate (then their statuses and
+        # errors are what the caller reports).
+        request = self._resource_precheck(state)
+        deferred: list[NodeInfo] = []
         n = len(potential)
         for i in range(n):
             ni = potential[(offset + i) % n]
             if not has_lower_priority_pods(ni, pod):
                 statuses[ni.name] = NO_VICTIMS
                 continue
-            victims, num_violations, status = select_victims_on_node(
-                self.handle, state.clone(), pod, ni.clone(), pdbs
-            )
-            if (status is None or status.is_success()) and victims:
-                c = Candidate(ni.name, tuple(victims), num_violations)
-                bucket = non_violating if num_violations == 0 else violating
+            if request is not None and too_small_without_lower_priority_pods(
+                ni, pod, request, self._nominated(ni.name)
+            ):
+                statuses[ni.name] = None  # keeps the visiting order; filled in below if needed
+                deferred.append(ni)
+                continue
+            c, status = self._dry_run_node(state, pod, ni, pdbs)
+            if c is not None:
+                bucket = non_violating if c.num_pdb_violations == 0 else violating
                 if len(bucket) < num_candidates:
                     bucket.append(c)
                 if non_violating and len(non_violating) + len(violating) >= num_candidates:
                     break
                 continue
-            if status is None or status.is_success():
-                status = Status.as_error(f'expected at least one victim pod on node "{ni.name}"')
+            assert status is not None
             if status.code == Code.ERROR:
                 errors.append(status.message())
             statuses[ni.name] = status
-        return non_violating + violating, statuses, errors
+        if deferred and not non_violating and not violating:
+            errors = []  # recomputed in the visiting order
+            for ni in deferred:
+                c, status = self._dry_run_node(state, pod, ni, pdbs)
+                if c is not None:  # not expected: the precheck only skips nodes that cannot fit
+                    log.warning("preemption resource precheck skipped candidate node %s", ni.name)
+                    (non_violating if c.num_pdb_violations == 0 else violating).append(c)
+                    statuses.pop(ni.name, None)
+                    continue
+                statuses[ni.name] = status
+            errors = [s.message() for s in statuses.values() if s is not None and s.code == Code.ERROR]
+        out = {name: s for name, s in statuses.items() if s is not None}
+        return non_violating + violating, out, errors
+
+    def _dry_run_node(
+        self, state: CycleState, pod: Pod, ni: NodeInfo, pdbs: Sequence[PDB]
+    ) -> tuple[Candidate | None, Status | None]:
+        """One node's dry run on clones: a candidate, or the status saying why the node cannot help."""
+        victims, num_violations, status = select_victims_on_node(
+            self.handle, state.clone(), pod, ni.clone(), pdbs
+        )
+        if (status is None or status.is_success()) and victims:
+            return Candidate(ni.name, tuple(victims), num_violations), None
+        if status is None or status.is_success():
+            status = Status.as_error(f'expected at least one victim pod on node "{ni.name}"')
+        return None, status
+
+    def _nominated(self, node: str) -> Sequence[Any]:
+        nominated = getattr(self.handle, "nominated_pods_for_node", None)
+        return nominated(node) if callable(nominated) else ()
+
+    def _resource_precheck(self, state: CycleState) -> Any:
+        """NodeResourcesFit's PreFilter state when that plugin filters in this cycle, else None (no
+        precheck)."""
+        if NODE_RESOURCES_FIT in state.skip_filter_plugins:
+            return None
+        fw = getattr(self.handle, "framework", None)
+        plugins = getattr(fw, "filter_plugins", None) or ()
+        if not any(getattr(p, "name", None) == NODE_RESOURCES_FIT for p in plugins):
+            return None
+        request = state.get(NODE_RESOURCES_FIT_STATE_KEY)
+        if not (
+            isinstance(getattr(request, "milli_cpu", None), int)
+            and isinstance(getattr(request, "memory", None), int)
+        ):
+            return None
+        return request
 
     def pdbs(self) -> list[PDB]:
         try:

@@ -4,6 +4,7 @@ that every dry-run Filter call is real."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -674,10 +675,30 @@ def test_async_preemption_failure_spares_the_last_victim_and_activates() -> None
     result, status = env.post_filter(p)
     # the result comes back at once; the API calls run on the (here inline) preemption runner
     assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
-    victims = [c[1] for c in env.client.calls if c[0] == "delete"]
-    assert victims == ["default/c", "default/b"]  # most important first; "a" (the last) is spared
+    victims = sorted(c[1] for c in env.client.calls if c[0] == "delete")
+    assert victims == ["default/b", "default/c"]  # evicted together; "a" (the last) is spared
     assert [[x.name for x in pods] for pods in activated] == [["p"]]
     assert not env.plugin.is_pod_running_preemption(p.uid)
+
+
+def test_async_preemption_evicts_all_but_the_last_victim_at_once() -> None:
+    both_in_flight = threading.Barrier(2, timeout=5)  # broken (an error) if b and c go one after the other
+    activated: list[list[Pod]] = []
+
+    def on_delete(name: str) -> None:
+        if name in ("b", "c"):
+            both_in_flight.wait()
+
+    env = Env(
+        [node("n1", "3", vpod("a", 1, "1"), vpod("b", 2, "1"), vpod("c", 3, "1"))],
+        client=FakeClient(on_delete=on_delete),
+        extra={"activate": activated.append},
+    )
+    p = vpod("p", 10, "3").obj()
+    result, status = env.post_filter(p)
+    assert code(status) == Code.SUCCESS and result.nominated_node_name == "n1"
+    assert sorted(env.client.deleted()) == ["a", "b", "c"] and env.client.deleted()[-1] == "a"
+    assert activated == []
 
 
 def test_no_object_store_means_no_pdbs() -> None:
@@ -1104,3 +1125,52 @@ def test_only_unschedulable_nodes_are_tried(n1_status: Status | None, want: str)
         statuses["n1"] = n1_status
     result, status = env.plugin.post_filter(state, p, statuses)
     assert code(status) == Code.SUCCESS and result is not None and result.nominated_node_name == want
+
+
+# ------------------------------------------------------------------------------------------ resource precheck
+
+
+def _too_small() -> NodeInfo:
+    # 1 of its 2 CPUs is held by a pod the preemptor cannot evict: it cannot fit a 2-CPU pod
+    return node("small", "2", vpod("hi", 20, "1"), vpod("lo", 1, "1"))
+
+
+def test_nodes_too_small_even_without_victims_are_not_dry_run() -> None:
+    env = Env([_too_small(), node("ok", "2", vpod("v", 1, "2"))])
+    p = vpod("p", 10, "2").obj()
+    state, _ = env.statuses(p)
+    before = sum(env.framework.evaluations.values())
+    cands, _, errors = env.plugin.dry_run_preemption(state, p, env.nodes, [], offset=0, num_candidates=2)
+    assert [(c.name, [v.name for v in c.victims]) for c in cands] == [("ok", ["v"])] and errors == []
+    # only "ok" was dry-run: a Filter pass with its victim gone (Blocked, NodeResourcesFit, Blockers)
+    # and one with it put back (rejected by NodeResourcesFit); "small" would have added 2 more
+    assert sum(env.framework.evaluations.values()) - before == 5
+
+
+def test_nodes_too_small_keep_their_reasons_when_no_node_can_help() -> None:
+    env = Env([_too_small(), node("none", "2", vpod("hi2", 20, "2"))])
+    p = vpod("p", 10, "2").obj()
+    result, status = env.post_filter(p)
+    assert result is not None and result.mode == "clear"
+    assert status is not None and status.code == Code.UNSCHEDULABLE
+    assert status.message() == (
+        "preemption: 0/2 nodes are available: 1 Insufficient cpu, "
+        "1 No preemption victims found for incoming pod."
+    )
+
+
+def test_nominated_pods_count_in_the_precheck_as_in_the_dry_run() -> None:
+    # "nom" frees 2 CPUs, but a higher-priority pod nominated there takes 1: the preemptor cannot fit
+    q = vpod("q", 20, "1").obj()
+    env = Env(
+        [node("nom", "2", vpod("lo", 1, "2")), node("ok", "2", vpod("v", 1, "2"))], nominated={"nom": [q]}
+    )
+    p = vpod("p", 10, "2").obj()
+    result, status = env.post_filter(p)
+    assert status is not None and status.is_success() and result is not None
+    assert result.nominated_node_name == "ok"
+    env = Env([node("nom", "2", vpod("lo", 1, "2"))], nominated={"nom": [q]})
+    result, status = env.post_filter(p)
+    assert (
+        status is not None and status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    )

@@ -153,6 +153,41 @@ def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
     return any(pi.pod.priority < priority for pi in node_info.pods)
 
 
+def too_small_without_lower_priority_pods(
+    node_info: NodeInfo, pod: Pod, request: Any, nominated: Iterable[PodInfo] = ()
+) -> bool:
+    """Whether NodeResourcesFit must reject ``pod`` on ``node_info`` even with every lower-priority pod
+    removed: then the dry run cannot make the node a candidate. ``request`` is NodeResourcesFit's
+    PreFilter state (``milli_cpu``, ``memory``); ``nominated`` the pods nominated to the node, of which
+    those of priority >= the pod's (but the pod itself) are added for the Filter pass that counts them.
+    Only the pod count, CPU and memory are checked, with the plugin's arithmetic, so a True here is a
+    Filter failure in the dry run."""
+    priority = pod.priority
+    cpu = mem = removed = 0
+    for pi in nominated:
+        p = pi.pod
+        if p.uid != pod.uid and p.priority >= priority:
+            r = p.requests
+            cpu -= r.milli_cpu
+            mem -= r.memory
+            removed -= 1
+    for pi in node_info.pods:
+        p = pi.pod
+        if p.priority < priority:
+            r = p.requests
+            cpu += r.milli_cpu
+            mem += r.memory
+            removed += 1
+    alloc, used = node_info.allocatable, node_info.requested
+    if len(node_info.pods) - removed + 1 > alloc.allowed_pod_number:
+        return True
+    q = request.milli_cpu
+    if q > 0 and q > alloc.milli_cpu - (used.milli_cpu - cpu):
+        return True
+    q = request.memory
+    return bool(q > 0 and q > alloc.memory - (used.memory - mem))
+
+
 def select_victims_on_node(
     fh: FilterRunner,
     state: CycleState,
