@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scenarios import SCENARIOS, Scenario, by_name
+from pyscheduler.parallel import FORCE_ENV
 from pyscheduler.testing.cluster import LocalCluster, free_port, stop_process_group
 from pyscheduler.testing.daemon import SchedulerProcess
 
@@ -647,11 +648,21 @@ class PyScheduler:
     """``pyscheduler run`` (through the test harness's SchedulerProcess) with the same profile."""
 
     label = "py"
+    # --py-parallelism: None keeps the configuration's default (16, capped at the usable CPUs, sharding
+    # only past the crossover); 1 is one process; more forces every Filter chunk onto forked shards
+    # (pyscheduler.parallel.FORCE_ENV) so that path is what the run compares
+    parallelism: int | None = None
 
     def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
         gates = (f"--feature-gates={feature_gates}",) if feature_gates else ()
+        config = _configuration(None)
+        env: dict[str, str] = {}
+        if self.parallelism is not None:
+            config["parallelism"] = self.parallelism
+            if self.parallelism > 1:
+                env[FORCE_ENV] = "1"
         self.proc = SchedulerProcess(
-            cluster.kubeconfig, _configuration(None), name="pyscheduler-diff", extra_args=gates
+            cluster.kubeconfig, config, name="pyscheduler-diff", extra_args=gates, env=env
         )
         self.dir = self.proc.dir
 
@@ -1508,7 +1519,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--keep-logs", action="store_true", help="keep scheduler logs (their directory is printed)"
     )
+    ap.add_argument(
+        "--py-parallelism",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pyscheduler's parallelism; N > 1 also forces every Filter chunk onto N forked shards",
+    )
     args = ap.parse_args(argv)
+    PyScheduler.parallelism = args.py_parallelism
     if args.list:
         width = max(len(s.name) for s in SCENARIOS)
         for s in SCENARIOS:

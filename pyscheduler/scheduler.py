@@ -43,6 +43,7 @@ from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.runtime import FitError, Framework, Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.parallel import ForkFilter
 
 log = structlog.get_logger("pyscheduler.scheduler")
 
@@ -176,6 +177,7 @@ class Scheduler:
         bind_workers: int = BIND_WORKERS,
         rng: random.Random | None = None,
         can_bind: Callable[[], bool] = lambda: True,
+        parallelism: int = 1,
     ) -> None:
         self.profiles = dict(profiles)
         self.queue = queue
@@ -190,6 +192,8 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.can_bind = can_bind
         self.next_start_node_index = 0
+        # parallelism > 1: big Filter chunks are split over forked workers (pyscheduler.parallel)
+        self.fork_filter = ForkFilter(parallelism) if parallelism > 1 else None
         # the node names a pod group cycle is trying (kube's AssumePlacement); None: all nodes
         self.placement: frozenset[str] | None = None
         # pods with spec.schedulingGroup are scheduled a group at a time (GenericWorkload)
@@ -458,6 +462,8 @@ class Scheduler:
             if nominated and any(ni.name in nominated for ni in chunk):
                 results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
                 passing = _count_none(results)
+            elif self.fork_filter is not None:
+                results, passing = self.fork_filter.run(fwk, state, pod, chunk)
             else:
                 results, passing = fwk.run_filter_plugins_counted(state, pod, chunk)
             done += size

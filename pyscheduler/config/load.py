@@ -127,7 +127,8 @@ _TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certD
 
 # fields kube validates that pyscheduler accepts but does not act on (yet); named in a warning when set
 _NOT_USED = {
-    "parallelism": "validated but not yet used: pyscheduler runs filters and scores in one thread",
+    "parallelism": "partly used: caps the forked Filter workers of a chunk whose Filter would take over 50 ms"
+    " in one process (none of the benchmark workloads); Score runs in one process",
     "delayCacheUntilActive": "not used: the cache is filled at start whether or not this instance leads",
     "enableProfiling": "not used: pyscheduler serves no /debug/pprof",
     "enableContentionProfiling": "not used: pyscheduler serves no /debug/pprof",
