@@ -530,6 +530,7 @@ def build_app(
         extenders=extenders or [],
         can_bind=can_bind,
         rng=rng,
+        parallelism=config.parallelism,
     )
     sched.pod_groups = cache.pod_groups_enabled
     return App(

@@ -43,6 +43,7 @@ from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.runtime import FitError, Framework, Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.parallel import ForkFilter
 
 log = structlog.get_logger("pyscheduler.scheduler")
 
@@ -128,6 +129,37 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def _record_chunk(
+    chunk: Sequence[NodeInfo], results: list[Status | None], passing: int, need: int, diagnosis: Diagnosis
+) -> tuple[list[int], int]:
+    """Record a filtered chunk's rejections in ``diagnosis``; returns the indexes of its feasible nodes
+    kept and how many of its nodes count as processed. Node by node, kube stops at the to_find-th
+    feasible node (``need`` more are wanted here): nodes after it in an over-fetched chunk are neither
+    feasible nor recorded as rejected. An Error ends the batch and leaves the nodes it did not finish
+    None, so it fails the cycle wherever it is in the chunk."""
+    rejected = [i for i, s in enumerate(results) if s is not None]
+    kinds = {id(s): s for s in [results[i] for i in rejected]}  # mostly a shared few
+    for st in kinds.values():
+        if st is not None and st.code == Code.ERROR:
+            raise RuntimeError(st.message())
+    ok = [i for i, s in enumerate(results) if s is None]
+    used = len(results)
+    if passing > need:
+        ok = ok[:need]
+        used = ok[-1] + 1
+        if rejected and rejected[-1] >= used:
+            rejected = rejected[: bisect.bisect_left(rejected, used)]
+            kinds = {id(s): s for s in [results[i] for i in rejected]}
+    diagnosis.node_to_status.update([(chunk[i].name, results[i]) for i in rejected])  # type: ignore[misc]
+    for st in kinds.values():
+        if st is not None and st.plugin:
+            if st.code == Code.PENDING:
+                diagnosis.pending_plugins.add(st.plugin)
+            else:
+                diagnosis.unschedulable_plugins.add(st.plugin)
+    return ok, used
+
+
 class Scheduler:
     def __init__(
         self,
@@ -145,6 +177,7 @@ class Scheduler:
         bind_workers: int = BIND_WORKERS,
         rng: random.Random | None = None,
         can_bind: Callable[[], bool] = lambda: True,
+        parallelism: int = 1,
     ) -> None:
         self.profiles = dict(profiles)
         self.queue = queue
@@ -159,6 +192,8 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.can_bind = can_bind
         self.next_start_node_index = 0
+        # parallelism > 1: big Filter chunks are split over forked workers (pyscheduler.parallel)
+        self.fork_filter = ForkFilter(parallelism) if parallelism > 1 else None
         # the node names a pod group cycle is trying (kube's AssumePlacement); None: all nodes
         self.placement: frozenset[str] | None = None
         # pods with spec.schedulingGroup are scheduled a group at a time (GenericWorkload)
@@ -340,7 +375,7 @@ class Scheduler:
         feasible = self._filter_with_extenders(pod, feasible, diagnosis)
         return feasible, diagnosis
 
-    def _find_nodes_that_pass_filters(  # noqa: C901 (over 15 branches; to split, issue #22)
+    def _find_nodes_that_pass_filters(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
     ) -> list[NodeInfo]:
         n = len(nodes)
@@ -358,53 +393,29 @@ class Scheduler:
             self.next_start_node_index = (start + to_find) % n
             return out
         feasible: list[NodeInfo] = []
-        statuses = diagnosis.node_to_status
         nominated: frozenset[str] = frozenset()
         if self.queue is not None and self.queue.has_nominated_pods():
             nominated = self.queue.nominated_node_names()
-        checked = self._filter_in_chunks(fwk, state, pod, nodes, start, to_find, nominated)
         processed = 0
         # the feasible nodes' table rows, while every chunk knows its rows (then scoring need not look
         # them up)
         row_parts: list[Any] | None = []
-        for chunk, results, passing in checked:
-            need = to_find - len(feasible)
+        for chunk, results, passing in self._filter_in_chunks(
+            fwk, state, pod, nodes, start, to_find, nominated
+        ):
             chunk_rows = chunk.known_rows if isinstance(chunk, NodeBatch) else None
             if chunk_rows is None:
                 row_parts = None
-            if passing == len(results) and passing <= need:  # all fit: nothing to record
+            if passing == len(results) and passing <= to_find - len(feasible):  # all fit: nothing to record
                 feasible.extend(chunk)
                 if row_parts is not None:
                     row_parts.append(chunk_rows)
                 processed += len(chunk)
             else:
-                # An Error ends the batch and leaves the nodes it did not finish None, so it fails the
-                # cycle wherever it is in the chunk.
-                rejected = [i for i, s in enumerate(results) if s is not None]
-                kinds = {id(s): s for s in [results[i] for i in rejected]}  # mostly a shared few
-                for st in kinds.values():
-                    if st is not None and st.code == Code.ERROR:
-                        raise RuntimeError(st.message())
-                # Node by node, kube stops at the to_find-th feasible node: nodes after it in an
-                # over-fetched chunk are neither feasible nor recorded as rejected.
-                ok = [i for i, s in enumerate(results) if s is None]
-                used = len(results)
-                if passing > need:
-                    ok = ok[:need]
-                    used = ok[-1] + 1
-                    if rejected and rejected[-1] >= used:
-                        rejected = rejected[: bisect.bisect_left(rejected, used)]
-                        kinds = {id(s): s for s in [results[i] for i in rejected]}
+                ok, used = _record_chunk(chunk, results, passing, to_find - len(feasible), diagnosis)
                 feasible.extend([chunk[i] for i in ok])
                 if row_parts is not None and chunk_rows is not None:
                     row_parts.append(chunk_rows[ok])
-                statuses.update([(chunk[i].name, results[i]) for i in rejected])  # type: ignore[misc]
-                for st in kinds.values():
-                    if st is not None and st.plugin:
-                        if st.code == Code.PENDING:
-                            diagnosis.pending_plugins.add(st.plugin)
-                        else:
-                            diagnosis.unschedulable_plugins.add(st.plugin)
                 processed += used
             if len(feasible) >= to_find:
                 break
@@ -451,6 +462,8 @@ class Scheduler:
             if nominated and any(ni.name in nominated for ni in chunk):
                 results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
                 passing = _count_none(results)
+            elif self.fork_filter is not None:
+                results, passing = self.fork_filter.run(fwk, state, pod, chunk)
             else:
                 results, passing = fwk.run_filter_plugins_counted(state, pod, chunk)
             done += size

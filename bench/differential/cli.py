@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench.differential.common import SCHEDULER_NAME
 from bench.differential.driver import Differential, write_report
+from bench.differential.schedulers import PyScheduler
 from bench.scenarios import SCENARIOS, by_name
 
 _DESCRIPTION = "Differential test: pyscheduler against the real kube-scheduler 1.36, scenario by scenario, on one cluster."
@@ -38,7 +39,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--keep-logs", action="store_true", help="keep scheduler logs (their directory is printed)"
     )
+    ap.add_argument(
+        "--py-parallelism",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pyscheduler's parallelism; N > 1 also forces every Filter chunk onto N forked shards",
+    )
     args = ap.parse_args(argv)
+    PyScheduler.parallelism = args.py_parallelism
     if args.list:
         width = max(len(s.name) for s in SCENARIOS)
         for s in SCENARIOS:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.differential.common import API_VERSION, DRA_KINDS, JSON, POLL, PROFILE, RunError
 from bench.scenarios import Scenario
+from pyscheduler.parallel import FORCE_ENV
 from pyscheduler.testing.cluster import LocalCluster, free_port, stop_process_group
 from pyscheduler.testing.daemon import SchedulerProcess
 
@@ -146,11 +147,21 @@ class PyScheduler:
     """``pyscheduler run`` (through the test harness's SchedulerProcess) with the same profile."""
 
     label = "py"
+    # --py-parallelism: None keeps the configuration's default (16, capped at the usable CPUs, sharding
+    # only past the crossover); 1 is one process; more forces every Filter chunk onto forked shards
+    # (pyscheduler.parallel.FORCE_ENV) so that path is what the run compares
+    parallelism: int | None = None
 
     def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
         gates = (f"--feature-gates={feature_gates}",) if feature_gates else ()
+        config = configuration(None)
+        env: dict[str, str] = {}
+        if self.parallelism is not None:
+            config["parallelism"] = self.parallelism
+            if self.parallelism > 1:
+                env[FORCE_ENV] = "1"
         self.proc = SchedulerProcess(
-            cluster.kubeconfig, configuration(None), name="pyscheduler-diff", extra_args=gates
+            cluster.kubeconfig, config, name="pyscheduler-diff", extra_args=gates, env=env
         )
         self.dir = self.proc.dir
 

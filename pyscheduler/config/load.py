@@ -88,7 +88,8 @@ _CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", 
 
 # fields kube validates that pyscheduler accepts but does not act on (yet); named in a warning when set
 _NOT_USED = {
-    "parallelism": "validated but not yet used: pyscheduler runs filters and scores in one thread",
+    "parallelism": "partly used: caps the forked Filter workers of a chunk whose Filter would take over 50 ms"
+    " in one process (none of the benchmark workloads); Score runs in one process",
     "delayCacheUntilActive": "not used: the cache is filled at start whether or not this instance leads",
     "enableProfiling": "not used: pyscheduler serves no /debug/pprof",
     "enableContentionProfiling": "not used: pyscheduler serves no /debug/pprof",

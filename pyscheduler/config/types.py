@@ -184,7 +184,7 @@ class SchedulerConfig:
     """A whole ``KubeSchedulerConfiguration``, defaulted and validated.
 
     ``percentage_of_nodes_to_score`` 0 means adaptive (kube: 5%-50% by cluster size); after loading it is
-    never None. ``warnings`` lists what was accepted but ignored (e.g. ``parallelism``, validated but not yet used).
+    never None. ``warnings`` lists what was accepted but ignored or only partly used (e.g. ``parallelism``).
     """
 
     profiles: tuple[Profile, ...]

@@ -5,6 +5,10 @@ node after node from ``nextStartNodeIndex`` until ``numFeasibleNodesToFind`` fit
 (nodes too small, tainted, cordoned, some with nominated pods, default plugins), both must find the same
 feasible nodes in the same order, the same status for every rejected node, and move the start index
 by the same amount.
+
+Every test runs twice: with ``parallelism: 1`` (one process) and with ``parallelism: 2`` and sharding
+forced (pyscheduler.parallel: each chunk split over a forked worker and the parent), which must give the
+same answers.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.parallel import FORCE_ENV
 from pyscheduler.plugins.registry import full_registry, plugin_extension_points
 from pyscheduler.scheduler import num_feasible_nodes_to_find
 from pyscheduler.testing.builders import make_node, make_pod
@@ -32,11 +37,23 @@ class _Null:
         return True
 
 
+_PARALLELISM = {"parallelism": 1}
+
+
+@pytest.fixture(autouse=True, params=[1, 2], ids=["one-process", "forked-shards"])
+def parallelism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    _PARALLELISM["parallelism"] = request.param
+    if request.param > 1:
+        monkeypatch.setenv(FORCE_ENV, "1")
+    return int(request.param)
+
+
 def _app(percentage: int | None) -> App:
     reg = full_registry()
     doc: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
+        **_PARALLELISM,
     }
     if percentage is not None:
         doc["percentageOfNodesToScore"] = percentage
@@ -177,6 +194,7 @@ def test_an_error_anywhere_in_a_chunk_fails_the_search(bad_index: int) -> None:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "percentageOfNodesToScore": 100,
+        **_PARALLELISM,
         "profiles": [
             {"schedulerName": "py-scheduler", "plugins": {"filter": {"enabled": [{"name": "Flaky"}]}}}
         ],
@@ -190,6 +208,8 @@ def test_an_error_anywhere_in_a_chunk_fails_the_search(bad_index: int) -> None:
     pod = make_pod("p").uid("p").req(cpu="100m").obj()
     with pytest.raises(RuntimeError, match="disk on fire"):
         sched.find_nodes_that_fit(app.profiles["py-scheduler"], CycleState(), pod, sched.snapshot.list())
+    if _PARALLELISM["parallelism"] > 1:  # Flaky is not known read-only: never sharded
+        assert sched.fork_filter is not None and sched.fork_filter.sharded == 0
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -215,3 +235,6 @@ def test_scores_from_the_searchs_rows_equal_scores_node_by_node(seed: int) -> No
     by_node = sched.prioritize_nodes(fwk, state, pod, [ni.clone() for ni in feasible])
     assert by_rows == by_node
     assert len({s.score for s in by_rows}) > 1  # the loads differ, so a wrong row would show
+    if _PARALLELISM["parallelism"] > 1:  # the chunks were filtered by forked shards, not in line
+        assert sched.fork_filter is not None and sched.fork_filter.sharded > 0
+        assert sched.fork_filter.fallbacks == 0

@@ -1061,7 +1061,8 @@ def test_alpha_and_unused_fields_are_accepted_with_warnings() -> None:
     assert (c.parallelism, c.delay_cache_until_active) == (4, True)
     assert c.warnings == (
         "percentageOfPlacementsToScore: ignored: pyscheduler does not schedule placements",
-        "parallelism: validated but not yet used: pyscheduler runs filters and scores in one thread",
+        "parallelism: partly used: caps the forked Filter workers of a chunk whose Filter would take over 50 ms"
+        " in one process (none of the benchmark workloads); Score runs in one process",
         "delayCacheUntilActive: not used: the cache is filled at start whether or not this instance leads",
         "clientConnection.contentType: pyscheduler sends and accepts application/json, "
         "not 'application/vnd.kubernetes.protobuf' / ''",
