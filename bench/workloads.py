@@ -395,15 +395,19 @@ def dra_device_class() -> dict[str, Any]:
     }
 
 
-def dra_slice(node_name: str, devices: int = DRA_DEVICES_PER_NODE) -> dict[str, Any]:
+def dra_slice(
+    node_name: str, devices: int = DRA_DEVICES_PER_NODE, driver: str = DRA_DRIVER, generation: int = 1
+) -> dict[str, Any]:
+    """The ResourceSlice of one node: ``devices`` A100-like devices, as upstream's test driver publishes
+    them (the upstream course publishes them with generation 0, as scheduler_perf does)."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
         "metadata": {"name": node_name},
         "spec": {
-            "driver": DRA_DRIVER,
+            "driver": driver,
             "nodeName": node_name,
-            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
             "devices": [
                 {
                     "name": f"instance-{i}",

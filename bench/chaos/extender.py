@@ -26,7 +26,6 @@ Run as its own process: ``CHAOS_EXTENDER_TOKEN=T python -m bench.chaos.extender 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import socket
@@ -37,8 +36,9 @@ import time
 import urllib.error
 import urllib.request
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from bench.chaos.standin import QuietHandler, StandInServer
 
 
 class State:
@@ -113,13 +113,10 @@ def answer(verb: str, args: dict[str, Any], st: State) -> dict[str, Any] | list[
     raise KeyError(verb)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
     def do_POST(self) -> None:
         st = self.server.state
@@ -144,43 +141,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, json.dumps(out).encode())
 
-    def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class Server(StandInServer):
     def __init__(self, port: int, state: State) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.state = state
-        self.conns: set[socket.socket] = set()
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.conns.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        self.conns.discard(request)
-        super().shutdown_request(request)
-
-    def hang_up(self) -> None:
-        """Close the listener and every open (keep-alive) connection: the extender is gone."""
-        self.shutdown()
-        self.server_close()
-        for c in list(self.conns):
-            with contextlib.suppress(OSError):
-                c.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # the scheduler hung up on a slow answer (its httpTimeout): expected here, not worth a traceback
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+        super().__init__(port, state, Handler)
+        self.state: State = state
 
 
 class Extender:

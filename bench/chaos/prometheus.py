@@ -21,7 +21,6 @@ Run as its own process: ``python -m bench.chaos.prometheus --prefix POOL --count
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import select
 import socket
@@ -29,8 +28,8 @@ import sys
 import threading
 import time
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from bench.chaos.standin import QuietHandler, StandInServer
 
 MODES = ("ok", "down", "blackhole", "trickle", "error", "garbage")
 TRICKLE_S = 0.2
@@ -57,7 +56,7 @@ class State:
         return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(QuietHandler):
     server: Server
     protocol_version = "HTTP/1.1"
 
@@ -107,44 +106,11 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.held.setdefault(mode, []).append(round(seconds, 2))
 
-    def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class Server(StandInServer):
     def __init__(self, port: int, state: State) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.state = state
-        self.conns: set[socket.socket] = set()
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.conns.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        self.conns.discard(request)
-        super().shutdown_request(request)
-
-    def hang_up(self) -> None:
-        self.shutdown()
-        self.server_close()
-        for c in list(self.conns):
-            with contextlib.suppress(OSError):
-                c.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+        super().__init__(port, state, Handler)
+        self.state: State = state
 
 
 class Prometheus:

@@ -29,6 +29,7 @@ import orjson
 import yaml
 
 from bench.measure import Conn, Endpoint, post_objects
+from bench.workloads import dra_slice
 from pyscheduler.framework.dra import DeviceClass, ResourceClaim, ResourceSlice
 from pyscheduler.plugins.dynamic_resources.allocator import AllocationError, Allocator
 from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
@@ -43,29 +44,7 @@ class DraOpError(RuntimeError):
 
 def driver_slice(driver: str, node: str, devices: int) -> dict[str, Any]:
     """The ResourceSlice upstream's test driver publishes for one node."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": node},
-        "spec": {
-            "driver": driver,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
-            "devices": [
-                {
-                    "name": f"instance-{i}",
-                    "attributes": {
-                        "model": {"string": "A100"},
-                        "family": {"string": "GPU"},
-                        "driverVersion": {"version": "1.2.3"},
-                        "dra.example.com/numa": {"int": i},
-                    },
-                    "capacity": {"memory": {"value": "1Gi"}},
-                }
-                for i in range(devices)
-            ],
-        },
-    }
+    return dra_slice(node, devices, driver=driver, generation=0)
 
 
 def create_resource_driver(endpoint: Endpoint, conn: Conn, op: Mapping[str, Any], creators: int) -> int:

@@ -235,3 +235,34 @@ def sum_by_value(values: Sequence[str], codes: I64, weights: I64, include: Mask)
     tot, present = r
     ks = np.flatnonzero(present)
     return dict(zip([values[k] for k in ks.tolist()], tot[ks].tolist(), strict=True))
+
+
+class RowStampedIndex:
+    """Base of the indexes kept current row by row against a NodeTable (``pod_kinds.PodKindIndex``,
+    ``inter_pod_affinity.existing_index.ExistingTermsIndex``): each row remembers the NodeInfo generation
+    it was read at (``_gens``); ``_catch_up`` re-reads the rows whose stamp differs from the table's
+    generation column, taking back what the row contributed first (``_clear``, then ``_read``)."""
+
+    __slots__ = ()
+    _gens: I64
+
+    def _clear(self, row: int) -> None:
+        raise NotImplementedError
+
+    def _read(self, row: int, ni: NodeInfo) -> None:
+        raise NotImplementedError
+
+    def _catch_up(self, table: NodeTable) -> bool:
+        """False (the index not to be used this cycle) when a row's NodeInfo changed after the table was
+        written; the rows read so far stay read."""
+        gens = table.generation
+        infos = table.infos
+        for r in np.flatnonzero(self._gens != gens).tolist():
+            ni = infos[r]
+            g = int(gens[r])
+            if ni.generation != g:
+                return False
+            self._clear(r)
+            self._read(r, ni)
+            self._gens[r] = g
+        return True

@@ -30,6 +30,7 @@ from collections.abc import Callable, Hashable, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from pyscheduler.framework.node_rows import RowStampedIndex
 from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
@@ -60,7 +61,7 @@ class _Kind:
         self.n = 0  # pods of the kind in all
 
 
-class PodKindIndex:
+class PodKindIndex(RowStampedIndex):
     """See the module docstring. Not thread-safe: one scheduling cycle at a time uses it."""
 
     __slots__ = ("_contrib", "_gens", "_ids", "_kinds", "_live", "_matched", "_size")
@@ -83,17 +84,7 @@ class PodKindIndex:
         after the table was written."""
         if table.size != self._size or len(self._kinds) > 2 * self._live + 1024:
             self._reset(table.size)
-        gens = table.generation
-        infos = table.infos
-        for r in np.flatnonzero(self._gens != gens).tolist():
-            ni = infos[r]
-            g = int(gens[r])
-            if ni.generation != g:
-                return False
-            self._clear(r)
-            self._read(r, ni)
-            self._gens[r] = g
-        return True
+        return self._catch_up(table)
 
     def counts(self, key: Hashable, picks: Callable[[Pod], bool]) -> I64:
         """Per table row, the pods ``picks`` selects (it must depend only on the pod's namespace, labels

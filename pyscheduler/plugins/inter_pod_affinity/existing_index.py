@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from pyscheduler.framework.node_rows import I64, Mask
+from pyscheduler.framework.node_rows import I64, Mask, RowStampedIndex
 from pyscheduler.framework.node_table import NodeTable
 from pyscheduler.framework.types import NodeInfo, Pod
 from pyscheduler.plugins.inter_pod_affinity.terms import AffinityTerm, terms_of
@@ -53,7 +53,7 @@ class _Entry:
         self.n = 0  # occurrences in all
 
 
-class ExistingTermsIndex:
+class ExistingTermsIndex(RowStampedIndex):
     """See the module docstring. Not thread-safe: one scheduling cycle at a time uses it."""
 
     __slots__ = ("_by_kind", "_contrib", "_entries", "_gens", "_indexed", "_size")
@@ -74,17 +74,7 @@ class ExistingTermsIndex:
         table was written; the rows read so far stay read."""
         if table.size != self._size:
             self._reset(table.size)
-        gens = table.generation
-        infos = table.infos
-        for r in np.flatnonzero(self._gens != gens).tolist():
-            ni = infos[r]
-            g = int(gens[r])
-            if ni.generation != g:
-                return False
-            self._clear(r)
-            self._read(r, ni)
-            self._gens[r] = g
-        return True
+        return self._catch_up(table)
 
     def anti_rows(self, pod: Pod, ns_labels: Mapping[str, str] | None) -> dict[str, I64]:
         """Topology key -> per table row, the existing pods' required anti-affinity terms that select
