@@ -47,12 +47,12 @@ from pyscheduler.event_handlers import (
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from pyscheduler.framework.handle import FrameworkHandle
 from pyscheduler.framework.helpers.timefmt import rfc3339
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.runtime import (
     DEFAULT_SLOW_PLUGIN_THRESHOLD,
     Framework,
-    FrameworkHandle,
     PluginObserver,
     ProfilePlugins,
 )

@@ -37,21 +37,20 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from pyscheduler.framework import extension_points
-from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
+from pyscheduler.framework.handle import FrameworkHandle as FrameworkHandle  # docs/plugins.md names it here
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
-    ClusterObjects,
     Diagnosis,
     EnqueueExtensions,
     FilterPlugin,
@@ -71,13 +70,12 @@ from pyscheduler.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
-    SnapshotLister,
 )
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
-from pyscheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from pyscheduler.framework.waiting_pods import WaitingPod
 
 Scores = np.ndarray[Any, np.dtype[np.int64]]
 """One int64 score per node, in the order of the nodes scored."""
@@ -118,10 +116,6 @@ DEFAULT_SLOW_PLUGIN_THRESHOLD = 0.1
 """Seconds; kube-scheduler has no equivalent setting (``pyscheduler run --slow-plugin-threshold``)."""
 
 
-class Nominator(Protocol):
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
-
-
 WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
 
 
@@ -131,100 +125,6 @@ class ProfilePlugins:
 
     points: dict[str, tuple[str, ...]] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)
-
-
-class FrameworkHandle:
-    """What plugins receive (the ``Handle`` protocol). One per scheduler, shared by its profiles; the
-    scheduler points ``snapshot`` at the current cycle's snapshot and fills ``framework`` per profile
-    through ``for_profile``."""
-
-    def __init__(
-        self,
-        *,
-        snapshot: SnapshotLister,
-        objects: ClusterObjects | None,
-        client: Any,
-        waiting_pods: WaitingPods,
-        nominator: Nominator | None,
-        clock: Clock,
-        framework: Framework | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._snapshot = snapshot
-        self._objects = objects
-        self._client = client
-        self.waiting_pods = waiting_pods
-        self.nominator = nominator
-        self.clock = clock
-        self.framework = framework
-        self.extra: dict[str, Any] = dict(extra or {})
-
-    def for_profile(self, framework: Framework | None) -> FrameworkHandle:
-        h = FrameworkHandle(
-            snapshot=self._snapshot,
-            objects=self._objects,
-            client=self._client,
-            waiting_pods=self.waiting_pods,
-            nominator=self.nominator,
-            clock=self.clock,
-            framework=framework,
-            extra=self.extra,
-        )
-        h._parent = self  # type: ignore[attr-defined]
-        return h
-
-    @property
-    def snapshot(self) -> SnapshotLister:
-        parent = getattr(self, "_parent", None)
-        return parent.snapshot if parent is not None else self._snapshot
-
-    def set_snapshot(self, snapshot: SnapshotLister) -> None:
-        self._snapshot = snapshot
-
-    @property
-    def objects(self) -> ClusterObjects:
-        assert self._objects is not None, "no cluster object store configured"
-        return self._objects
-
-    @property
-    def client(self) -> Any:
-        return self._client
-
-    def iterate_waiting_pods(self) -> Iterable[WaitingPod]:
-        return iter(self.waiting_pods)
-
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self.waiting_pods.get(uid)
-
-    def reject_waiting_pod(self, uid: str) -> bool:
-        return self.waiting_pods.reject(uid, "", "removed")
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else []
-
-    def _fw(self) -> Framework:
-        assert self.framework is not None, "handle is not bound to a profile"
-        return self.framework
-
-    def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return self._fw().run_filter_plugins_with_nominated_pods(state, pod, node_info)
-
-    def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        return self._fw().run_pre_filter_extension_add_pod(state, pod_to_schedule, pod_to_add, node_info)
-
-    def run_pre_filter_extension_remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None:
-        return self._fw().run_pre_filter_extension_remove_pod(
-            state, pod_to_schedule, pod_to_remove, node_info
-        )
-
-    def now(self) -> float:
-        return self.clock.now()
 
 
 class _ScoreFailure(Exception):

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from pyscheduler.backend.snapshot import Snapshot
     from pyscheduler.engine import schedule
     from pyscheduler.framework.clock import Clock
+    from pyscheduler.framework.handle import FrameworkHandle, Nominator
     from pyscheduler.framework.interfaces import ClusterObjects, SnapshotLister
-    from pyscheduler.framework.runtime import FrameworkHandle, Nominator
     from pyscheduler.framework.status import Status
     from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
     from pyscheduler.testing.builders import (
@@ -134,7 +134,7 @@ def make_handle(
     """
     from pyscheduler.backend.objects import ObjectStore
     from pyscheduler.backend.snapshot import Snapshot
-    from pyscheduler.framework.runtime import FrameworkHandle
+    from pyscheduler.framework.handle import FrameworkHandle
     from pyscheduler.framework.waiting_pods import WaitingPods
     from pyscheduler.testing.clock import FakeClock
 

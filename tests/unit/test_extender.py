@@ -28,7 +28,8 @@ from pyscheduler.extender import (
     pod_to_json,
 )
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.runtime import Framework, FrameworkHandle, ProfilePlugins
+from pyscheduler.framework.handle import FrameworkHandle
+from pyscheduler.framework.runtime import Framework, ProfilePlugins
 from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Node, NodeInfo, Pod
 from pyscheduler.framework.waiting_pods import WaitingPods
