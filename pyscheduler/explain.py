@@ -47,10 +47,11 @@ from pyscheduler.config import feature_gates
 from pyscheduler.framework.clock import RealClock
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.handle import FrameworkHandle
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.runtime import FitError, Framework
+from pyscheduler.framework.runtime import Framework
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import MalformedObject, Node, NodeInfo, Pod
 from pyscheduler.framework.waiting_pods import WaitingPods

@@ -38,9 +38,10 @@ from pyscheduler.backend.queue import QueuedPodInfo, SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
 from pyscheduler.framework.node_table import NodeBatch
-from pyscheduler.framework.runtime import FitError, Framework, Scores
+from pyscheduler.framework.runtime import Framework, Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.parallel import ForkFilter

@@ -45,6 +45,7 @@ import structlog
 
 from pyscheduler.backend.queue import QueuedPodInfo
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.interfaces import Diagnosis
 from pyscheduler.framework.podgroup import (
     POD_GROUP_CYCLE_KEY,
@@ -53,7 +54,7 @@ from pyscheduler.framework.podgroup import (
     PodGroupInfo,
     PodGroupStateNotFound,
 )
-from pyscheduler.framework.runtime import FitError, Framework
+from pyscheduler.framework.runtime import Framework
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import Pod, PodInfo
 

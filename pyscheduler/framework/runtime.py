@@ -46,12 +46,12 @@ import numpy as np
 from pyscheduler.framework import extension_points
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
+from pyscheduler.framework.fit_error import FitError as FitError  # default_preemption imports it here
 from pyscheduler.framework.handle import FrameworkHandle as FrameworkHandle  # docs/plugins.md names it here
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
-    Diagnosis,
     EnqueueExtensions,
     FilterPlugin,
     NodeScore,
@@ -946,41 +946,3 @@ def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:
 def _go_list(items: Sequence[str]) -> str:
     """Go's %v of a []string: [a b c]."""
     return "[" + " ".join(items) + "]"
-
-
-# ------------------------------------------------------------------------------------ fit errors
-
-NO_NODE_AVAILABLE = "0/{n} nodes are available"
-
-
-@dataclass
-class FitError(Exception):
-    """No node fits: the FailedScheduling message users read."""
-
-    pod: Pod
-    num_all_nodes: int
-    diagnosis: Diagnosis
-
-    def __str__(self) -> str:
-        return self.message()
-
-    def message(self) -> str:
-        msg = NO_NODE_AVAILABLE.format(n=self.num_all_nodes) + ":"
-        d = self.diagnosis
-        if d.pre_filter_msg:
-            msg += f" {d.pre_filter_msg}."
-        else:
-            counts: dict[str, int] = {}
-            for st in d.node_to_status.values():
-                for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
-            absent = self.num_all_nodes - len(d.node_to_status)
-            if absent > 0 and d.absent_nodes_status is not None:
-                for r in d.absent_nodes_status.reasons:
-                    counts[r] = counts.get(r, 0) + absent
-            parts = sorted(f"{v} {k}" for k, v in counts.items())
-            if parts:
-                msg += f" {', '.join(parts)}."
-        if d.post_filter_msg:  # already ends with a period
-            msg += f" {d.post_filter_msg}"
-        return msg
