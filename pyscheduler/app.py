@@ -49,13 +49,9 @@ from pyscheduler.framework.dra import ResourceClaim
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from pyscheduler.framework.handle import FrameworkHandle
 from pyscheduler.framework.helpers.timefmt import rfc3339
+from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, PluginObserver
 from pyscheduler.framework.registry import PluginSpec
-from pyscheduler.framework.runtime import (
-    DEFAULT_SLOW_PLUGIN_THRESHOLD,
-    Framework,
-    PluginObserver,
-    ProfilePlugins,
-)
+from pyscheduler.framework.runtime import Framework, ProfilePlugins
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import JSON, Node, Pod, identify
 from pyscheduler.framework.waiting_pods import WaitingPods

@@ -17,8 +17,9 @@ from typing import Any
 import structlog
 
 from pyscheduler.framework.clock import Clock
+from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD
 from pyscheduler.framework.ratelimit import DEFAULT_PERIOD, RateLimiter
-from pyscheduler.framework.runtime import DEFAULT_SLOW_PLUGIN_THRESHOLD, error_text
+from pyscheduler.framework.runtime import error_text
 
 
 def exception_site(e: BaseException) -> tuple[str, int, str]:

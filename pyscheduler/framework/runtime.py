@@ -39,7 +39,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +72,7 @@ from pyscheduler.framework.interfaces import (
     ScorePlugin,
 )
 from pyscheduler.framework.node_table import NodeBatch
+from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
@@ -88,32 +89,6 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 def extension_points_of(plugin_type: type | object) -> set[str]:
     """The extension points a plugin class (or instance) implements, by its methods."""
     return extension_points.implemented_by(plugin_type)
-
-
-class MetricsObserver(Protocol):
-    def extension_point(self, extension_point: str, status: Code, profile: str, seconds: float) -> None: ...
-
-    def plugin(self, plugin: str, extension_point: str, status: Code, seconds: float) -> None: ...
-
-    def sample_plugins(self) -> bool: ...
-
-    def permit_wait(self, status: Code, seconds: float) -> None: ...
-
-    def add_evaluations(self, profile: str, counts: Callable[[], Mapping[tuple[str, str], int]]) -> None: ...
-
-
-class PluginObserver(Protocol):
-    """What the framework reports about plugin calls (see the module docstring)."""
-
-    def plugin_error(self, profile: str, plugin: str, extension_point: str, error: BaseException) -> None: ...
-
-    def plugin_time(self, profile: str, plugin: str, extension_point: str, seconds: float) -> None:
-        """One plugin call that took ``slow_plugin_threshold`` seconds or more."""
-        ...
-
-
-DEFAULT_SLOW_PLUGIN_THRESHOLD = 0.1
-"""Seconds; kube-scheduler has no equivalent setting (``pyscheduler run --slow-plugin-threshold``)."""
 
 
 WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
