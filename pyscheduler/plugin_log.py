@@ -19,7 +19,7 @@ import structlog
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD
 from pyscheduler.framework.ratelimit import DEFAULT_PERIOD, RateLimiter
-from pyscheduler.framework.runtime import error_text
+from pyscheduler.framework.status import error_text
 
 
 def exception_site(e: BaseException) -> tuple[str, int, str]:

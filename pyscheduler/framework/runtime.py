@@ -74,7 +74,7 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
-from pyscheduler.framework.status import Code, Status
+from pyscheduler.framework.status import Code, Status, plugin_error, wrapped_error
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod
 
@@ -138,35 +138,6 @@ def _is_int64(v: object) -> bool:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     return isinstance(v, int) and -_INT64_MAX - 1 <= v <= _INT64_MAX
-
-
-def error_text(e: BaseException) -> str:
-    """``KeyError: 'tier'``: the exception's type, then its message when it has one."""
-    msg = str(e)
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-
-
-def kube_error_message(point: str, plugin: str, text: str) -> str:
-    """How kube-scheduler's runtime words an Error from ``plugin`` at ``point`` (framework.go): users grep
-    for these prefixes in FailedScheduling events and logs."""
-    if point == "Filter":
-        return f'running "{plugin}" filter plugin: {text}'
-    if point == "Score":
-        return f'running Score plugins: plugin "{plugin}" failed with: {text}'
-    if point == "NormalizeScore":
-        return f'running Normalize on Score plugins: plugin "{plugin}" failed with: {text}'
-    return f'running {point} plugin "{plugin}": {text}'
-
-
-def _err(plugin: str, point: str, e: BaseException) -> Status:
-    # kube-scheduler's prefix, then the exception's type and message (``KeyError: 'tier'``)
-    return Status(Code.ERROR, (kube_error_message(point, plugin, error_text(e)),), plugin, e)
-
-
-def _wrapped(point: str, plugin: str, s: Status) -> Status:
-    """A status ``plugin`` returned at ``point`` that is not a rejection (an Error, or a code the point does
-    not allow), as the Error kube-scheduler's runtime makes of it."""
-    return Status(Code.ERROR, (kube_error_message(point, plugin, s.message()),), plugin, s.error)
 
 
 class Framework:
@@ -282,7 +253,7 @@ class Framework:
         if self.observer is not None:
             with contextlib.suppress(Exception):  # reporting must never take the scheduling loop down
                 self.observer.plugin_error(self.profile_name, plugin, point, e)
-        return _err(plugin, point, e)
+        return plugin_error(plugin, point, e)
 
     # ---------------------------------------------------------------------------------- queue
     def less(self, a: QueuedPodInfoView, b: QueuedPodInfoView) -> bool:
@@ -360,7 +331,7 @@ class Framework:
                     s = s.with_plugin(p.name)
                     rejected.add(p.name)
                 else:
-                    s = _wrapped("PreFilter", p.name, s)
+                    s = wrapped_error("PreFilter", p.name, s)
                 status = s
                 break
             if r is not None and not r.all_nodes():
@@ -390,7 +361,7 @@ class Framework:
                 return self._error(p.name, "Filter", e)
             if s is not None and s.code != Code.SUCCESS:
                 if not s.is_rejected():
-                    return _wrapped("Filter", p.name, s)
+                    return wrapped_error("Filter", p.name, s)
                 return s if s.plugin == p.name else s.with_plugin(p.name)
         return None
 
@@ -452,7 +423,7 @@ class Framework:
                     kept.append(i)
                     continue
                 if not s.is_rejected():
-                    out[i] = _wrapped("Filter", name, s)
+                    out[i] = wrapped_error("Filter", name, s)
                     return out, sum(1 for x in out if x is None)
                 out[i] = s if s.plugin == name else s.with_plugin(name)
             if len(kept) != len(live):
@@ -566,7 +537,7 @@ class Framework:
                 continue
             ev[(p.name, "PreScore")] += 1
             if s is not None and not s.is_success():
-                status = _wrapped("PreScore", p.name, s)
+                status = wrapped_error("PreScore", p.name, s)
                 break
         self._observe("PreScore", status, start, t)
         return status
@@ -637,7 +608,7 @@ class Framework:
         if batch is not None:
             raw, s = batch(state, pod, nodes)
             if s is not None and s.code != Code.SUCCESS:
-                raise _ScoreFailure(_wrapped("Score", p.name, s))
+                raise _ScoreFailure(wrapped_error("Score", p.name, s))
             if len(raw) != len(nodes):
                 raise _ScoreFailure(
                     Status.as_error(f"score_nodes returned {len(raw)} scores for {len(nodes)} nodes", p.name)
@@ -648,7 +619,7 @@ class Framework:
             for ni in nodes:
                 v, s = score(state, pod, ni)
                 if s is not None and s.code != Code.SUCCESS:
-                    raise _ScoreFailure(_wrapped("Score", p.name, s))
+                    raise _ScoreFailure(wrapped_error("Score", p.name, s))
                 raw.append(v)
         values = _score_array(raw, p.name)
         if ext is not None:
@@ -689,7 +660,7 @@ class Framework:
             s = ext.normalize_score(state, pod, node_scores)
             out = [ns.score for ns in node_scores]
         if s is not None and not s.is_success():
-            raise _ScoreFailure(_wrapped("NormalizeScore", p.name, s))
+            raise _ScoreFailure(wrapped_error("NormalizeScore", p.name, s))
         if len(out) != len(values):
             raise _ScoreFailure(
                 Status.as_error(f"NormalizeScore returned {len(out)} scores for {len(values)} nodes", p.name)
@@ -709,7 +680,7 @@ class Framework:
                 break
             t = self._took(p.name, "Reserve", t, state, s)
             if s is not None and not s.is_success():
-                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Reserve", p.name, s)
+                status = s.with_plugin(p.name) if s.is_rejected() else wrapped_error("Reserve", p.name, s)
                 break
         self._observe("Reserve", status, start, t)
         return status
@@ -740,7 +711,7 @@ class Framework:
                 timeouts[p.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT)
                 wait_status = s
                 continue
-            status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Permit", p.name, s)
+            status = s.with_plugin(p.name) if s.is_rejected() else wrapped_error("Permit", p.name, s)
             if status.is_rejected():
                 status = Status(
                     Code.UNSCHEDULABLE if status.code == Code.PENDING else status.code, status.reasons, p.name
@@ -782,7 +753,7 @@ class Framework:
                 break
             t = self._took(p.name, "PreBind", t, state, s)
             if s is not None and not s.is_success() and not s.is_skip():
-                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("PreBind", p.name, s)
+                status = s.with_plugin(p.name) if s.is_rejected() else wrapped_error("PreBind", p.name, s)
                 break
         self._observe("PreBind", status, start, t)
         return status
@@ -803,7 +774,7 @@ class Framework:
             if s is None or s.is_success():
                 status = None
             else:
-                status = s.with_plugin(p.name) if s.is_rejected() else _wrapped("Bind", p.name, s)
+                status = s.with_plugin(p.name) if s.is_rejected() else wrapped_error("Bind", p.name, s)
             break
         if status is not None and status.is_skip():
             status = Status.as_error("no bind plugin bound the pod")

@@ -10,6 +10,9 @@
 - PENDING: the pod is waiting for something outside the scheduler (PreEnqueue, PreBind).
 
 A ``None`` status means SUCCESS, as a nil ``*Status`` does in Go.
+
+The last functions word the Error the runtime makes of a plugin that raised, or that returned a code
+its extension point does not allow, as kube-scheduler's frameworkImpl does.
 """
 
 from __future__ import annotations
@@ -118,3 +121,36 @@ def is_success(status: Status | None) -> bool:
 
 def code_of(status: Status | None) -> Code:
     return Code.SUCCESS if status is None else status.code
+
+
+# ----------------------------------------------------------------------- a plugin's failure, as kube words it
+
+
+def error_text(e: BaseException) -> str:
+    """``KeyError: 'tier'``: the exception's type, then its message when it has one."""
+    msg = str(e)
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def kube_error_message(point: str, plugin: str, text: str) -> str:
+    """How kube-scheduler's runtime words an Error from ``plugin`` at ``point`` (framework.go): users grep
+    for these prefixes in FailedScheduling events and logs."""
+    if point == "Filter":
+        return f'running "{plugin}" filter plugin: {text}'
+    if point == "Score":
+        return f'running Score plugins: plugin "{plugin}" failed with: {text}'
+    if point == "NormalizeScore":
+        return f'running Normalize on Score plugins: plugin "{plugin}" failed with: {text}'
+    return f'running {point} plugin "{plugin}": {text}'
+
+
+def plugin_error(plugin: str, point: str, e: BaseException) -> Status:
+    """The Error status of ``plugin`` raising ``e`` at ``point``: kube-scheduler's prefix, then the
+    exception's type and message (``KeyError: 'tier'``)."""
+    return Status(Code.ERROR, (kube_error_message(point, plugin, error_text(e)),), plugin, e)
+
+
+def wrapped_error(point: str, plugin: str, s: Status) -> Status:
+    """A status ``plugin`` returned at ``point`` that is not a rejection (an Error, or a code the point does
+    not allow), as the Error kube-scheduler's runtime makes of it."""
+    return Status(Code.ERROR, (kube_error_message(point, plugin, s.message()),), plugin, s.error)
