@@ -41,7 +41,8 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
 from pyscheduler.framework.node_table import NodeBatch
-from pyscheduler.framework.runtime import Framework, Scores
+from pyscheduler.framework.runtime import Framework
+from pyscheduler.framework.scores import Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.parallel import ForkFilter

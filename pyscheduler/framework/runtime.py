@@ -49,12 +49,9 @@ from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
 from pyscheduler.framework.fit_error import FitError as FitError  # default_preemption imports it here
 from pyscheduler.framework.handle import FrameworkHandle as FrameworkHandle  # docs/plugins.md names it here
 from pyscheduler.framework.interfaces import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
-    NodeScore,
     PermitPlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
@@ -74,12 +71,10 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
+from pyscheduler.framework.scores import ScoreFailure, Scores, plugin_scores
 from pyscheduler.framework.status import Code, Status, plugin_error, wrapped_error
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod
-
-Scores = np.ndarray[Any, np.dtype[np.int64]]
-"""One int64 score per node, in the order of the nodes scored."""
 
 EXTENSION_POINTS = extension_points.NAMES
 
@@ -100,44 +95,6 @@ class ProfilePlugins:
 
     points: dict[str, tuple[str, ...]] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)
-
-
-class _ScoreFailure(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
-
-
-def _score_array(raw: Any, plugin: str) -> Scores:
-    """Scores as an int64 array (kube's int64): NumPy integer arrays as they are, lists converted once.
-    A value that is not a whole number in int64's range is the plugin's error, as kube's could not be."""
-    arr = raw if isinstance(raw, np.ndarray) else np.array(raw if isinstance(raw, list) else list(raw))
-    if arr.ndim == 1:
-        kind = arr.dtype.kind
-        if kind in "ib" or (kind == "u" and (not len(arr) or arr.max() <= _INT64_MAX)):
-            return arr.astype(np.int64, copy=False)
-        if not len(arr):  # np.array([]) is float64
-            return np.zeros(0, dtype=np.int64)
-        if (
-            kind == "f"
-            and np.isfinite(arr).all()
-            and (arr == np.floor(arr)).all()
-            and abs(arr).max() < 2.0**63
-        ):
-            return arr.astype(np.int64)
-    bad = next((v for v in np.ravel(arr).tolist() if not _is_int64(v)), arr)
-    raise _ScoreFailure(
-        Status.as_error(f"plugin {plugin!r} returns a score that is not an int64: {bad!r}", plugin)
-    )
-
-
-_INT64_MAX = 2**63 - 1
-
-
-def _is_int64(v: object) -> bool:
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    return isinstance(v, int) and -_INT64_MAX - 1 <= v <= _INT64_MAX
 
 
 class Framework:
@@ -585,8 +542,8 @@ class Framework:
                 continue
             ev[(p.name, "Score")] += n
             try:
-                scores = self._score_one(p, state, pod, nodes)
-            except _ScoreFailure as f:
+                scores = plugin_scores(p, state, pod, nodes, self.weights.get(p.name, 1))
+            except ScoreFailure as f:
                 t = self._took(p.name, "Score", t, state, f.status)
                 self._observe("Score", f.status, start, t)
                 return {}, f.status
@@ -599,73 +556,6 @@ class Framework:
             per_plugin[p.name] = scores
         self._observe("Score", None, start, t)
         return per_plugin, None
-
-    def _score_one(self, p: ScorePlugin, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Scores:
-        """One plugin's weighted, normalized scores for ``nodes`` as an int64 array."""
-        ext = p.score_extensions()
-        batch = getattr(p, "score_nodes", None)
-        raw: Any
-        if batch is not None:
-            raw, s = batch(state, pod, nodes)
-            if s is not None and s.code != Code.SUCCESS:
-                raise _ScoreFailure(wrapped_error("Score", p.name, s))
-            if len(raw) != len(nodes):
-                raise _ScoreFailure(
-                    Status.as_error(f"score_nodes returned {len(raw)} scores for {len(nodes)} nodes", p.name)
-                )
-        else:
-            score = p.score
-            raw = []
-            for ni in nodes:
-                v, s = score(state, pod, ni)
-                if s is not None and s.code != Code.SUCCESS:
-                    raise _ScoreFailure(wrapped_error("Score", p.name, s))
-                raw.append(v)
-        values = _score_array(raw, p.name)
-        if ext is not None:
-            values = _score_array(self._normalize(p, ext, state, pod, nodes, values), p.name)
-        if len(values) and (values.max() > MAX_NODE_SCORE or values.min() < MIN_NODE_SCORE):
-            bad = values[(values > MAX_NODE_SCORE) | (values < MIN_NODE_SCORE)][0]
-            raise _ScoreFailure(
-                Status.as_error(
-                    "applying score defaultWeights on Score plugins: "
-                    f'plugin "{p.name}" returns an invalid score {bad}, it should in the range of '
-                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    p.name,
-                )
-            )
-        w = self.weights.get(p.name, 1)
-        if w != 1:
-            values = values * w
-        return values
-
-    def _normalize(
-        self,
-        p: ScorePlugin,
-        ext: Any,
-        state: CycleState,
-        pod: Pod,
-        nodes: Sequence[NodeInfo],
-        values: Scores,
-    ) -> Sequence[int]:
-        """NormalizeScore: on the int64 array when the extension offers ``normalize_scores``, else on a
-        NodeScore per node (the kube-shaped API plugins implement)."""
-        batch = getattr(ext, "normalize_scores", None)
-        out: Sequence[int]
-        s: Status | None
-        if batch is not None:
-            out, s = batch(state, pod, values)
-        else:
-            node_scores = [NodeScore(ni.name, v) for ni, v in zip(nodes, values.tolist(), strict=True)]
-            s = ext.normalize_score(state, pod, node_scores)
-            out = [ns.score for ns in node_scores]
-        if s is not None and not s.is_success():
-            raise _ScoreFailure(wrapped_error("NormalizeScore", p.name, s))
-        if len(out) != len(values):
-            raise _ScoreFailure(
-                Status.as_error(f"NormalizeScore returned {len(out)} scores for {len(values)} nodes", p.name)
-            )
-        return out
 
     # ---------------------------------------------------------------------------------- reserve/permit
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
