@@ -75,19 +75,9 @@ import urllib3
 
 from pyscheduler.config.types import DEFAULT_EXTENDER_HTTP_TIMEOUT, Extender, ExtenderTLSConfig
 from pyscheduler.framework.helpers.timefmt import rfc3339, rfc3339_micro
+from pyscheduler.framework.resource import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MEMORY,
-    PODS,
-    Container,
-    Node,
-    NodeInfo,
-    Pod,
-    Resource,
-    Toleration,
-)
+from pyscheduler.framework.types import Container, Node, NodeInfo, Pod, Toleration
 
 log = structlog.get_logger("pyscheduler.extender")
 

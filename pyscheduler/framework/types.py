@@ -1,5 +1,8 @@
 """The records the scheduler reasons about: Pod, Node, Resource, PodInfo, NodeInfo.
 
+Pod and Node are defined here; Resource in ``resource.py``. Plugins import all of them from here (the
+path docs/plugins.md gives), so this module re-exports what it no longer defines.
+
 Design
 ------
 The API server speaks JSON; the scheduler only needs a small part of each object. ``Pod.from_dict`` and
@@ -18,24 +21,55 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from pyscheduler.framework.quantity import QuantityError, int_value, milli_value
+from pyscheduler.framework.resource import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    EPHEMERAL_STORAGE,
+    HUGEPAGES_PREFIX,
+    MEMORY,
+    PODS,
+    MalformedObject,
+    Resource,
+)
 
-CPU = "cpu"
-MEMORY = "memory"
-EPHEMERAL_STORAGE = "ephemeral-storage"
-PODS = "pods"
-HUGEPAGES_PREFIX = "hugepages-"
-
-# kube-scheduler's defaults for containers that request nothing, used only when scoring
-# (pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+# What plugins import from here, the names defined in the modules split from this one included: the path
+# docs/plugins.md gives plugin authors keeps working.
+__all__ = [
+    "CPU",
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "EPHEMERAL_STORAGE",
+    "HUGEPAGES_PREFIX",
+    "JSON",
+    "MEMORY",
+    "PODS",
+    "WILDCARD_IP",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "HostPortInfo",
+    "ImageStateSummary",
+    "MalformedObject",
+    "Node",
+    "NodeInfo",
+    "OwnerReference",
+    "Pod",
+    "PodInfo",
+    "Resource",
+    "Taint",
+    "Toleration",
+    "identify",
+    "is_pod_level_resource",
+    "next_generation",
+    "parse_time",
+]
 
 JSON = dict[str, Any]
 
@@ -47,18 +81,7 @@ def next_generation() -> int:
     return next(_generation)
 
 
-class MalformedObject(ValueError):
-    """An API object the scheduler cannot interpret (bad quantity, wrong type). The pod stays pending."""
-
-
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def _negative(qty: Any) -> bool:
-    """A quantity written with a minus sign and not zero (int64 wrap-around alone does not count)."""
-    if isinstance(qty, str):
-        return qty.startswith("-") and qty.strip("-+0.") != ""
-    return isinstance(qty, (int, float)) and qty < 0
 
 
 def _check_meta(meta: Any, kind: str) -> None:
@@ -97,161 +120,6 @@ def _check_priority(value: Any) -> None:
         raise MalformedObject(f"pod spec.priority: expected an integer, got {type(value).__name__}")
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise MalformedObject(f"pod spec.priority: {value} is outside int32")
-
-
-# --------------------------------------------------------------------------------------------- Resource
-
-_RESOURCE_LISTS: dict[tuple[tuple[str, Any], ...], Resource] = {}
-_RESOURCE_LISTS_MAX = 4096
-
-
-class Resource:
-    """An amount of compute resources: CPU in millicores, memory and storage in bytes, plus pods and
-    extended resources (``scalar``). Mutable: NodeInfo adds and subtracts pods in place."""
-
-    __slots__ = ("allowed_pod_number", "ephemeral_storage", "memory", "milli_cpu", "scalar")
-
-    def __init__(
-        self,
-        milli_cpu: int = 0,
-        memory: int = 0,
-        ephemeral_storage: int = 0,
-        allowed_pod_number: int = 0,
-        scalar: dict[str, int] | None = None,
-    ) -> None:
-        self.milli_cpu = milli_cpu
-        self.memory = memory
-        self.ephemeral_storage = ephemeral_storage
-        self.allowed_pod_number = allowed_pod_number
-        self.scalar: dict[str, int] = dict(scalar) if scalar else {}
-
-    @classmethod
-    def from_list(cls, resources: Mapping[str, Any] | None) -> Resource:
-        """Parse a ResourceList (``{"cpu": "100m", "memory": "1Gi", "pods": "110"}``)."""
-        if not resources:
-            return cls()
-        # Pods from one template repeat the same lists: parse each distinct one once.
-        key = tuple(resources.items())
-        if not all(type(v) is str for _, v in key):  # numbers (True == 1) or malformed: no caching
-            return cls._parse_list(resources)
-        cached = _RESOURCE_LISTS.get(key)
-        if cached is not None:
-            return cached.clone()
-        r = cls._parse_list(resources)
-        if len(_RESOURCE_LISTS) >= _RESOURCE_LISTS_MAX:
-            _RESOURCE_LISTS.clear()
-        _RESOURCE_LISTS[key] = r.clone()
-        return r
-
-    @classmethod
-    def _parse_list(cls, resources: Mapping[str, Any]) -> Resource:
-        r = cls()
-        for name, qty in resources.items():
-            try:
-                if name == CPU:
-                    r.milli_cpu = milli_value(qty)
-                elif name == MEMORY:
-                    r.memory = int_value(qty)
-                elif name == EPHEMERAL_STORAGE:
-                    r.ephemeral_storage = int_value(qty)
-                elif name == PODS:
-                    r.allowed_pod_number = int_value(qty)
-                else:
-                    r.scalar[name] = int_value(qty)
-            except (QuantityError, TypeError) as e:
-                raise MalformedObject(f"resource {name!r}: {e}") from e
-            if _negative(qty):
-                # The API server refuses these (must be greater than or equal to 0); one that got past
-                # it anyway would make a node look roomier than it is.
-                raise MalformedObject(f"resource {name!r}: must be greater than or equal to 0: {qty!r}")
-        return r
-
-    def get(self, name: str) -> int:
-        if name == CPU:
-            return self.milli_cpu
-        if name == MEMORY:
-            return self.memory
-        if name == EPHEMERAL_STORAGE:
-            return self.ephemeral_storage
-        if name == PODS:
-            return self.allowed_pod_number
-        return self.scalar.get(name, 0)
-
-    def set(self, name: str, value: int) -> None:
-        if name == CPU:
-            self.milli_cpu = value
-        elif name == MEMORY:
-            self.memory = value
-        elif name == EPHEMERAL_STORAGE:
-            self.ephemeral_storage = value
-        elif name == PODS:
-            self.allowed_pod_number = value
-        else:
-            self.scalar[name] = value
-
-    def names(self) -> Iterator[str]:
-        """Names of the resources this value mentions (cpu and memory always)."""
-        yield CPU
-        yield MEMORY
-        if self.ephemeral_storage:
-            yield EPHEMERAL_STORAGE
-        yield from self.scalar
-
-    def add(self, other: Resource) -> None:
-        self.milli_cpu += other.milli_cpu
-        self.memory += other.memory
-        self.ephemeral_storage += other.ephemeral_storage
-        self.allowed_pod_number += other.allowed_pod_number
-        for k, v in other.scalar.items():
-            self.scalar[k] = self.scalar.get(k, 0) + v
-
-    def sub(self, other: Resource) -> None:
-        self.milli_cpu -= other.milli_cpu
-        self.memory -= other.memory
-        self.ephemeral_storage -= other.ephemeral_storage
-        self.allowed_pod_number -= other.allowed_pod_number
-        for k, v in other.scalar.items():
-            self.scalar[k] = self.scalar.get(k, 0) - v
-
-    def set_max(self, other: Resource) -> None:
-        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
-        self.memory = max(self.memory, other.memory)
-        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
-        self.allowed_pod_number = max(self.allowed_pod_number, other.allowed_pod_number)
-        for k, v in other.scalar.items():
-            self.scalar[k] = max(self.scalar.get(k, 0), v)
-
-    def clone(self) -> Resource:
-        return Resource(
-            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, self.scalar
-        )
-
-    def is_zero(self) -> bool:
-        return not (
-            self.milli_cpu or self.memory or self.ephemeral_storage or any(v for v in self.scalar.values())
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Resource):
-            return NotImplemented
-        return (
-            self.milli_cpu == other.milli_cpu
-            and self.memory == other.memory
-            and self.ephemeral_storage == other.ephemeral_storage
-            and self.allowed_pod_number == other.allowed_pod_number
-            and {k: v for k, v in self.scalar.items() if v} == {k: v for k, v in other.scalar.items() if v}
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        parts = [f"cpu={self.milli_cpu}m", f"memory={self.memory}"]
-        if self.ephemeral_storage:
-            parts.append(f"ephemeral-storage={self.ephemeral_storage}")
-        if self.allowed_pod_number:
-            parts.append(f"pods={self.allowed_pod_number}")
-        parts.extend(f"{k}={v}" for k, v in sorted(self.scalar.items()))
-        return f"Resource({', '.join(parts)})"
 
 
 # --------------------------------------------------------------------------------------------- Pod

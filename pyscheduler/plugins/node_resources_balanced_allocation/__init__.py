@@ -41,8 +41,9 @@ from pyscheduler.framework.plugin_args import ArgsError
 from pyscheduler.framework.plugin_args import ResourceSpec as ResourceSpec  # part of these args
 from pyscheduler.framework.plugin_args import default_resources as default_resources
 from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.resource import CPU, EPHEMERAL_STORAGE, MEMORY
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, Pod
+from pyscheduler.framework.types import NodeInfo, Pod
 
 from .batch import MIN_BATCH, improvement_scores
 

@@ -64,8 +64,9 @@ from pyscheduler.framework.interfaces import (
 )
 from pyscheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.resource import MalformedObject, Resource
 from pyscheduler.framework.status import Code, Status
-from pyscheduler.framework.types import MalformedObject, NodeInfo, Pod, Resource
+from pyscheduler.framework.types import NodeInfo, Pod
 
 from .args import (
     LEAST_ALLOCATED,

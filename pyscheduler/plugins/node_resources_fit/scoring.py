@@ -15,7 +15,8 @@ from pyscheduler.framework.helpers.names import (
     is_scalar_resource_name,
 )
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE
-from pyscheduler.framework.types import CPU, EPHEMERAL_STORAGE, MEMORY, NodeInfo, Pod
+from pyscheduler.framework.resource import CPU, EPHEMERAL_STORAGE, MEMORY
+from pyscheduler.framework.types import NodeInfo, Pod
 
 from .args import (
     LEAST_ALLOCATED,

@@ -13,7 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from pyscheduler.backend import cache as cache_module
 from pyscheduler.backend.cache import Cache, CacheError
 from pyscheduler.backend.snapshot import Snapshot
-from pyscheduler.framework.types import CPU, MEMORY, Node, NodeInfo, Pod
+from pyscheduler.framework.resource import CPU, MEMORY
+from pyscheduler.framework.types import Node, NodeInfo, Pod
 from pyscheduler.testing.builders import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
