@@ -71,8 +71,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from pyscheduler.backend.snapshot import NodeTree, Snapshot
+from pyscheduler.framework.node_info import ImageStateSummary, next_generation
 from pyscheduler.framework.podgroup import PodGroupState, state_not_found
-from pyscheduler.framework.types import ImageStateSummary, Node, NodeInfo, Pod, next_generation
+from pyscheduler.framework.types import Node, NodeInfo, Pod
 
 __all__ = ["Cache", "CacheDump", "CacheError"]
 

@@ -59,8 +59,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from pyscheduler.framework.node_info import ImageStateSummary
 from pyscheduler.framework.node_table import NodeBatch, NodeTable
-from pyscheduler.framework.types import ImageStateSummary, Node, NodeInfo, Pod
+from pyscheduler.framework.types import Node, NodeInfo, Pod
 
 __all__ = ["NodeTree", "Snapshot", "zone_key"]
 

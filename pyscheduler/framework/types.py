@@ -1,7 +1,8 @@
 """The records the scheduler reasons about: Pod, Node, Resource, PodInfo, NodeInfo.
 
-Pod and Node are defined here; Resource in ``resource.py``. Plugins import all of them from here (the
-path docs/plugins.md gives), so this module re-exports what it no longer defines.
+Pod and Node are defined here, Resource in ``resource.py``, PodInfo and NodeInfo in ``node_info.py``.
+Plugins import all of them from here (the path docs/plugins.md gives), so this module re-exports what
+it no longer defines.
 
 Design
 ------
@@ -11,22 +12,26 @@ exactly what scheduling reads, and precompute what every cycle would otherwise r
 effective requests, its host ports, its PVC names). Fields whose shape plugins interpret themselves
 (``affinity``, ``topology_spread_constraints``, ``volumes``) are kept as the API's own JSON.
 
-``NodeInfo`` aggregates a node and the pods on it (the cache's unit); it is mutable and cloned into the
-per-cycle snapshot. Every mutation bumps ``generation`` so the snapshot can copy only what changed.
-
 Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
 
-import itertools
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from pyscheduler.framework.node_info import (
+    WILDCARD_IP,
+    HostPortInfo,
+    ImageStateSummary,
+    NodeInfo,
+    PodInfo,
+    next_generation,
+)
 from pyscheduler.framework.resource import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -72,14 +77,6 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
-
-_generation = itertools.count(1)
-
-
-def next_generation() -> int:
-    """A process-wide increasing number; NodeInfo stamps each change with one."""
-    return next(_generation)
-
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -651,209 +648,3 @@ def _declared_features(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
         raise MalformedObject(f"status.declaredFeatures must be a list of strings, got {value!r}")
     return tuple(value)
-
-
-# --------------------------------------------------------------------------------------------- PodInfo
-
-
-class PodInfo:
-    """A pod plus what plugins derive from it once (``memo``: a per-pod cache plugins may fill, keyed
-    by plugin name). Built once per pod version and shared by the queue, the cache and the snapshot."""
-
-    __slots__ = ("has_affinity", "has_required_anti_affinity", "host_ports", "memo", "pod", "pvc_keys")
-
-    def __init__(self, pod: Pod) -> None:
-        self.pod = pod
-        self.memo: dict[str, Any] = {}
-        # what a NodeInfo counts when the pod is added or removed (preemption's dry runs do that a lot)
-        self.host_ports = pod.host_ports
-        self.pvc_keys = tuple(f"{pod.namespace}/{claim}" for claim in pod.pvc_names) if pod.volumes else ()
-        aff = pod.affinity or {}
-        pa = aff.get("podAffinity") or {}
-        paa = aff.get("podAntiAffinity") or {}
-        self.has_affinity = bool(pa or paa)
-        self.has_required_anti_affinity = bool(paa.get("requiredDuringSchedulingIgnoredDuringExecution"))
-
-    def __repr__(self) -> str:
-        return f"PodInfo({self.pod.key})"
-
-
-# --------------------------------------------------------------------------------------------- NodeInfo
-
-WILDCARD_IP = "0.0.0.0"
-
-
-class HostPortInfo:
-    """Host ports in use on a node: ip -> {(protocol, port)}. 0.0.0.0 conflicts with every ip."""
-
-    __slots__ = ("_ports",)
-
-    def __init__(self) -> None:
-        self._ports: dict[str, set[tuple[str, int]]] = {}
-
-    @staticmethod
-    def _norm(ip: str, protocol: str) -> tuple[str, str]:
-        return (ip or WILDCARD_IP, protocol or "TCP")
-
-    def add(self, ip: str, protocol: str, port: int) -> None:
-        if port <= 0:
-            return
-        ip, protocol = self._norm(ip, protocol)
-        self._ports.setdefault(ip, set()).add((protocol, port))
-
-    def remove(self, ip: str, protocol: str, port: int) -> None:
-        if port <= 0:
-            return
-        ip, protocol = self._norm(ip, protocol)
-        s = self._ports.get(ip)
-        if s is not None:
-            s.discard((protocol, port))
-            if not s:
-                del self._ports[ip]
-
-    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
-        if port <= 0:
-            return False
-        ip, protocol = self._norm(ip, protocol)
-        pp = (protocol, port)
-        if ip == WILDCARD_IP:
-            return any(pp in s for s in self._ports.values())
-        return pp in self._ports.get(ip, ()) or pp in self._ports.get(WILDCARD_IP, ())
-
-    def __len__(self) -> int:
-        return sum(len(s) for s in self._ports.values())
-
-    def clone(self) -> HostPortInfo:
-        h = HostPortInfo()
-        h._ports = {k: set(v) for k, v in self._ports.items()}
-        return h
-
-
-@dataclass(frozen=True, slots=True)
-class ImageStateSummary:
-    size: int
-    num_nodes: int
-
-
-class NodeInfo:
-    """A node and the pods assigned (or assumed) to it, with running totals.
-
-    ``requested`` counts each pod's effective requests (init containers, sidecars and overhead
-    included); ``non_zero_requested`` the same with scoring's defaults for pods that request no cpu or
-    memory. ``image_states`` maps every image name on the node to its size and the number of nodes in
-    the cluster that have it (filled by the snapshot).
-    """
-
-    __slots__ = (
-        "allocatable",
-        "generation",
-        "image_states",
-        "node",
-        "non_zero_requested",
-        "pods",
-        "pods_with_affinity",
-        "pods_with_required_anti_affinity",
-        "pvc_ref_counts",
-        "requested",
-        "row",
-        "used_ports",
-    )
-
-    def __init__(self, node: Node | None = None, pods: Iterable[PodInfo | Pod] = ()) -> None:
-        self.node: Node | None = None
-        self.allocatable = Resource()
-        self.requested = Resource()
-        self.non_zero_requested = Resource()
-        self.pods: list[PodInfo] = []
-        self.pods_with_affinity: list[PodInfo] = []
-        self.pods_with_required_anti_affinity: list[PodInfo] = []
-        self.used_ports = HostPortInfo()
-        self.image_states: dict[str, ImageStateSummary] = {}
-        self.pvc_ref_counts: dict[str, int] = {}
-        self.generation = next_generation()
-        self.row = -1  # this node's row in its snapshot's NodeTable (framework.node_table); -1: none
-        if node is not None:
-            self.set_node(node)
-        for p in pods:
-            self.add_pod(p)
-
-    @property
-    def name(self) -> str:
-        return self.node.name if self.node else ""
-
-    def set_node(self, node: Node) -> None:
-        self.node = node
-        self.allocatable = node.allocatable.clone()
-        if not self.image_states:
-            self.image_states = {
-                n: ImageStateSummary(img.size_bytes, 1) for img in node.images for n in img.names
-            }
-        self.generation = next_generation()
-
-    def add_pod(self, p: PodInfo | Pod) -> PodInfo:
-        pi = p if isinstance(p, PodInfo) else PodInfo(p)
-        pod = pi.pod
-        self.pods.append(pi)
-        if pi.has_affinity:
-            self.pods_with_affinity.append(pi)
-        if pi.has_required_anti_affinity:
-            self.pods_with_required_anti_affinity.append(pi)
-        self.requested.add(pod.requests)
-        self.requested.allowed_pod_number += 1
-        self.non_zero_requested.milli_cpu += pod.non_zero_requests.milli_cpu
-        self.non_zero_requested.memory += pod.non_zero_requests.memory
-        for port in pi.host_ports:
-            self.used_ports.add(port.host_ip, port.protocol, port.host_port)
-        for key in pi.pvc_keys:
-            self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
-        self.generation = next_generation()
-        return pi
-
-    def remove_pod(self, pod: Pod) -> bool:
-        """Remove the pod with this uid; False if it is not here."""
-        for i, pi in enumerate(self.pods):  # noqa: B007 - i and pi are used after the loop
-            if pi.pod.uid == pod.uid:
-                break
-        else:
-            return False
-        del self.pods[i]
-        old = pi.pod
-        if pi.has_affinity:
-            self.pods_with_affinity = [x for x in self.pods_with_affinity if x.pod.uid != old.uid]
-        if pi.has_required_anti_affinity:
-            self.pods_with_required_anti_affinity = [
-                x for x in self.pods_with_required_anti_affinity if x.pod.uid != old.uid
-            ]
-        self.requested.sub(old.requests)
-        self.requested.allowed_pod_number -= 1
-        self.non_zero_requested.milli_cpu -= old.non_zero_requests.milli_cpu
-        self.non_zero_requested.memory -= old.non_zero_requests.memory
-        for port in pi.host_ports:
-            self.used_ports.remove(port.host_ip, port.protocol, port.host_port)
-        for key in pi.pvc_keys:
-            n = self.pvc_ref_counts.get(key, 0) - 1
-            if n > 0:
-                self.pvc_ref_counts[key] = n
-            else:
-                self.pvc_ref_counts.pop(key, None)
-        self.generation = next_generation()
-        return True
-
-    def clone(self) -> NodeInfo:
-        c = NodeInfo.__new__(NodeInfo)
-        c.node = self.node
-        c.allocatable = self.allocatable.clone()
-        c.requested = self.requested.clone()
-        c.non_zero_requested = self.non_zero_requested.clone()
-        c.pods = list(self.pods)
-        c.pods_with_affinity = list(self.pods_with_affinity)
-        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
-        c.used_ports = self.used_ports.clone()
-        c.image_states = dict(self.image_states)
-        c.pvc_ref_counts = dict(self.pvc_ref_counts)
-        c.generation = self.generation
-        c.row = self.row
-        return c
-
-    def __repr__(self) -> str:
-        return f"NodeInfo({self.name}, pods={len(self.pods)}, requested={self.requested!r})"

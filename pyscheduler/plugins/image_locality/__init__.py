@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle
+from pyscheduler.framework.node_info import ImageStateSummary
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import ImageStateSummary, NodeInfo, Pod
+from pyscheduler.framework.types import NodeInfo, Pod
 
 NAME = "ImageLocality"
 STATE_KEY = "Score" + NAME

@@ -37,9 +37,10 @@ from pyscheduler.framework.events import (
     as_pod,
 )
 from pyscheduler.framework.interfaces import Handle, PreFilterExtensions, PreFilterResult
+from pyscheduler.framework.node_info import HostPortInfo
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
-from pyscheduler.framework.types import ContainerPort, HostPortInfo, NodeInfo, Pod
+from pyscheduler.framework.types import ContainerPort, NodeInfo, Pod
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = f"PreFilter{NAME}"
