@@ -59,7 +59,6 @@ canonical (``500m``, ``2``, ``1Gi``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import ssl
@@ -734,8 +733,10 @@ class HTTPExtender:
             ) from None
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
+        try:
             self._pool.clear()
+        except (urllib3.exceptions.HTTPError, OSError) as e:  # closing idle sockets; nothing to retry
+            log.debug("closing the extender's connection pool failed", extender=self.name, error=str(e))
 
 
 def _reason(e: BaseException) -> str:

@@ -186,16 +186,21 @@ class HttpWorker:
     def close(self) -> None:
         """Stop the child once the requests it holds are answered."""
         self.alive = False
-        with self._send_lock, contextlib.suppress(Exception):
-            self._out.close()  # EOF on the child's stdin: it finishes what is in flight and exits
+        with self._send_lock:
+            try:
+                self._out.close()  # EOF on the child's stdin: it finishes what is in flight and exits
+            except OSError as e:  # the child is gone already (broken pipe): wait() below reaps it
+                log.debug("closing the HTTP worker's stdin failed", error=str(e))
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(timeout=2)
         self._reader.join(timeout=2)
-        with contextlib.suppress(Exception):
+        try:
             self._in.close()
+        except OSError as e:
+            log.debug("closing the HTTP worker's stdout failed", error=str(e))
 
 
 def _child_main() -> None:

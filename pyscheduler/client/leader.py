@@ -19,7 +19,6 @@ comparing the remote renewTime with our wall clock, so clock skew between replic
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from pyscheduler.client.errors import ApiError
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.helpers.timefmt import rfc3339_micro
 
@@ -199,7 +199,7 @@ class LeaderElector:
         lease = self._lease
         if lease is None:
             return
-        with contextlib.suppress(Exception):
+        try:
             current = self.api.get("Lease", self.namespace, self.name)
             if ((current or {}).get("spec") or {}).get("holderIdentity") != self.identity:
                 return
@@ -211,3 +211,5 @@ class LeaderElector:
             new["spec"] = spec
             self.api.update("Lease", self.namespace, self.name, new)
             log.info("released the lease", lease=f"{self.namespace}/{self.name}")
+        except ApiError as e:  # best effort on the way out: the lease expires by itself
+            log.warning("could not release the lease", lease=f"{self.namespace}/{self.name}", error=str(e))

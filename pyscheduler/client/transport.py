@@ -28,7 +28,6 @@ share one client.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import socket
 import ssl
@@ -207,8 +206,10 @@ class Transport:
             self._worker.close()
             self._worker = None
         self._host_pool = None
-        with contextlib.suppress(Exception):
+        try:
             self._pool.clear()
+        except (urllib3.exceptions.HTTPError, OSError) as e:  # closing idle sockets; nothing to retry
+            log.debug("closing the connection pool failed", error=str(e))
 
     def __enter__(self) -> Self:
         return self

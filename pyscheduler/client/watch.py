@@ -8,17 +8,19 @@ HTTP status or as an ERROR event) raises ``GoneError``.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
+import structlog
 import urllib3
 
 from pyscheduler.client.errors import ApiConnectionError, ApiError, GoneError
 from pyscheduler.client.transport import JSON, Transport
+
+log = structlog.get_logger("pyscheduler.client")
 
 
 class Watch(Iterator[tuple[str, JSON]]):
@@ -52,18 +54,21 @@ class Watch(Iterator[tuple[str, JSON]]):
             self._stopped = True
             resp = self._resp
         if resp is not None:
-            with contextlib.suppress(Exception):
-                resp.shutdown()
+            try:
+                resp.shutdown()  # wakes the thread blocked reading the stream
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                log.debug("watch stream shutdown failed", error=str(e))
 
     def _close(self) -> None:
         self._done = True
         with self._lock:
             resp, self._resp = self._resp, None
         if resp is not None:
-            with contextlib.suppress(Exception):
-                resp.close()
-            with contextlib.suppress(Exception):
-                resp.release_conn()
+            for done in (resp.close, resp.release_conn):
+                try:
+                    done()
+                except (urllib3.exceptions.HTTPError, OSError) as e:  # the stream is gone either way
+                    log.debug("closing a watch stream failed", step=done.__name__, error=str(e))
 
     def close(self) -> None:
         self.stop()

@@ -35,7 +35,6 @@ nominated pods) is not timed per plugin: that is the hot loop.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.scores import ScoreFailure, Scores, plugin_scores
-from pyscheduler.framework.status import Code, Status, plugin_error, wrapped_error
+from pyscheduler.framework.status import Code, Status, error_text, plugin_error, wrapped_error
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod
 
@@ -208,8 +207,12 @@ class Framework:
     def _error(self, plugin: str, point: str, e: BaseException) -> Status:
         """The Error status of a plugin that raised; the exception goes to the observer."""
         if self.observer is not None:
-            with contextlib.suppress(Exception):  # reporting must never take the scheduling loop down
+            try:
                 self.observer.plugin_error(self.profile_name, plugin, point, e)
+            except Exception as report_error:  # reporting must never take the scheduling loop down
+                # The framework cannot log (no I/O here); the failure rides on the plugin's exception,
+                # which the returned Status carries to the scheduler's error log and explain.
+                e.add_note(f"reporting this to the plugin observer failed: {error_text(report_error)}")
         return plugin_error(plugin, point, e)
 
     # ---------------------------------------------------------------------------------- queue

@@ -638,8 +638,10 @@ _live: set[LocalCluster] = set()
 
 def _stop_all() -> None:
     for c in list(_live):
-        with contextlib.suppress(Exception):
+        try:
             c.stop()
+        except (OSError, subprocess.SubprocessError) as e:  # at exit: stop the others all the same
+            print(f"pyscheduler.testing.cluster: stopping a cluster at exit failed: {e!r}", file=sys.stderr)
 
 
 atexit.register(_stop_all)

@@ -309,6 +309,11 @@ def test_a_failing_observer_does_not_break_the_cycle() -> None:
 
     st = framework(Broken(), Boom()).run_reserve_plugins_reserve(CycleState(), POD, "n0")
     assert st is not None and st.message() == "running Reserve plugin \"Boom\": KeyError: 'tier'"
+    # not swallowed: the observer's failure rides on the plugin's exception (its traceback shows it)
+    assert st.error is not None
+    assert "reporting this to the plugin observer failed: RuntimeError: logging is down" in (
+        st.error.__notes__
+    )
 
 
 def test_rate_limiter_lets_one_through_per_period_and_counts_the_rest() -> None:
