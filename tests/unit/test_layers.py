@@ -1,4 +1,4 @@
-"""The import layers of ../shared/ARCHITECTURE.md, checked on every test run.
+"""The import layers of docs/architecture.md, checked on every test run.
 
 - framework imports only the standard library, NumPy (pure computation) and itself (no kubernetes, no
   I/O packages);
