@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -267,7 +267,7 @@ def _failed(r: PodResult, status: Status) -> PodResult:
     return r
 
 
-def _one_node_status(pod: Any, node: str, s: Status) -> Status:
+def _one_node_status(pod: Pod, node: str, s: Status) -> Status:
     """A Reserve/Permit rejection as kube reports it: a FitError over the one node tried."""
     if not s.is_rejected():
         return s
