@@ -23,12 +23,12 @@ import contextlib
 import queue
 import socket
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import structlog
 
+from pyscheduler.client.drain import wait_drained
 from pyscheduler.client.errors import ApiError
 from pyscheduler.framework.clock import Clock, RealClock
 from pyscheduler.framework.helpers.timefmt import rfc3339_micro
@@ -163,14 +163,7 @@ class EventRecorder:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued event has been posted (or failed); False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._pending > 0:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+        return wait_drained(self._cond, lambda: self._pending, timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued (up to ``timeout``), then end the thread."""

@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from pyscheduler.client.api import Api
+from pyscheduler.client.drain import wait_drained
 from pyscheduler.client.errors import ApiError
 
 log = structlog.get_logger("pyscheduler.client")
@@ -111,14 +112,7 @@ class AsyncWriter:
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every write submitted so far has run; False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._pending > 0:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+        return wait_drained(self._cond, lambda: self._pending, timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Finish queued writes (up to ``timeout``) and end the workers; later submits are dropped."""
