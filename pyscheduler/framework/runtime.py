@@ -31,6 +31,11 @@ times come from the same clock reads as the extension point's: one ``perf_counte
 chained, at the points that run once per cycle (PreFilter, batch Filter, PostFilter, PreScore, Score with
 its NormalizeScore, Reserve, Permit, PreBind, Bind). Filter run node by node (preemption's what-if,
 nominated pods) is not timed per plugin: that is the hot loop.
+
+Beside it: ``handle.py`` (``FrameworkHandle``, what plugins receive), ``scores.py`` (one Score plugin's
+answer made kube's int64 scores: NormalizeScore, range check, weight), ``observers.py`` (``MetricsObserver``,
+``PluginObserver``), ``status.py`` (the wording of a plugin's Error), ``fit_error.py`` (no node fits) and
+``waiting_pods.py`` (Permit's waiting pods).
 """
 
 from __future__ import annotations
