@@ -328,11 +328,13 @@ class Api(Transport):
         condition: Mapping[str, Any] | None = None,
         nominated_node_name: str | None = None,
         extended_resource_claim_status: Mapping[str, Any] | None = None,
+        resource_version: str = "",
     ) -> JSON | None:
         """Strategic-merge patch of pods/{name}/status: merge one condition (by ``type``; its
         ``lastTransitionTime`` defaults to now) and/or set ``status.nominatedNodeName`` ("" clears it) and/or
-        ``status.extendedResourceClaimStatus`` (DynamicResources' PreBind). Returns the updated pod, or None
-        when there was nothing to patch."""
+        ``status.extendedResourceClaimStatus`` (DynamicResources' PreBind). ``resource_version``: only if
+        the pod is still at that version (else ApiError 409). Returns the updated pod, or None when there
+        was nothing to patch."""
         status: JSON = {}
         if extended_resource_claim_status is not None:
             status["extendedResourceClaimStatus"] = dict(extended_resource_claim_status)
@@ -346,9 +348,10 @@ class Api(Transport):
             status["nominatedNodeName"] = nominated_node_name or None
         if not status:
             return None
-        return self.patch(
-            "Pod", namespace, name, {"status": status}, subresource="status", patch_type="strategic"
-        )
+        body: JSON = {"status": status}
+        if resource_version:  # a precondition: 409 Conflict if the pod changed since that version
+            body["metadata"] = {"resourceVersion": resource_version}
+        return self.patch("Pod", namespace, name, body, subresource="status", patch_type="strategic")
 
     def patch_pod_group_status(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON:
         """Strategic-merge patch of a PodGroup's status (scheduling.k8s.io/v1alpha2): merge one condition
