@@ -375,6 +375,10 @@ class Api(Transport):
         """Delete a pod (preemption); False if it is already gone or was replaced (uid differs)."""
         return self.delete("Pod", namespace, name, uid=uid, grace_period_seconds=grace_period_seconds)
 
+    def patch_event_series(self, namespace: str, name: str, series: Mapping[str, Any]) -> JSON:
+        """Merge-PATCH an events.k8s.io/v1 Event's ``series`` (count, lastObservedTime)."""
+        return self.patch("Event", namespace, name, {"series": dict(series)})
+
     def create_event(self, body: Mapping[str, Any]) -> JSON:
         """POST an events.k8s.io/v1 Event into ``body.metadata.namespace`` (default ``default``)."""
         ns = (body.get("metadata") or {}).get("namespace") or "default"
