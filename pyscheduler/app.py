@@ -109,13 +109,33 @@ POD_GROUP_KINDS: dict[str, tuple[str, Resource | None]] = {
 
 
 class ApiStatusWriter:
-    """Pod status updates (PodScheduled condition, nominatedNodeName) through the async writer."""
+    """Pod status updates (PodScheduled condition, nominatedNodeName) through the async writer.
 
-    def __init__(self, api: Any, writer: Any, clock: Clock, objects: ObjectStore | None = None) -> None:
+    A failed attempt's ``PodScheduled=False`` must never land on a pod that is bound by then: the
+    writer's queue can lag seconds behind under load, while the pod's next attempt binds it (the Binding
+    sets ``PodScheduled=True``), and a late ``False`` on a running pod is what kube's own e2e specs reject
+    (``PodStatus isn't 'true'``). kube-scheduler serializes a pod's status patch and its Binding; here the
+    patch carries the pod's ``resourceVersion`` as a precondition: a 409 means the pod changed since the
+    attempt, and ``latest(uid)`` (the daemon's own view: the queue's copy, or the cache's if it is assumed
+    or bound) says whether to drop the write (bound, assumed or gone) or to retry on the newer version."""
+
+    #: how many times a condition write is retried on a newer resourceVersion after a 409
+    CONFLICT_RETRIES = 3
+
+    def __init__(
+        self,
+        api: Any,
+        writer: Any,
+        clock: Clock,
+        objects: ObjectStore | None = None,
+        latest: Callable[[str], tuple[bool, str] | None] | None = None,
+    ) -> None:
         self.api = api
         self.writer = writer
         self.clock = clock
         self.objects = objects
+        #: uid -> (assumed or bound, resourceVersion) as the daemon last saw the pod; None: not known
+        self.latest = latest
 
     def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
         if pod.scheduled_condition == (status, reason, message):
@@ -127,7 +147,31 @@ class ApiStatusWriter:
             "message": message,
             "lastTransitionTime": rfc3339(self.clock.wall()),
         }
+        if status == "False" and pod.resource_version and self.latest is not None:
+            self.writer.submit(self._unscheduled_condition, pod, cond, key=pod.key)
+            return
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond)
+
+    def _unscheduled_condition(self, pod: Pod, cond: Mapping[str, Any]) -> None:
+        """On a writer thread: PATCH the condition unless the pod is bound (see the class docstring)."""
+        from pyscheduler.client.errors import ApiError
+
+        assert self.latest is not None
+        rv = pod.resource_version
+        for _ in range(1 + self.CONFLICT_RETRIES):
+            seen = self.latest(pod.uid)
+            if seen is None or seen[0]:
+                log.debug("PodScheduled=False not written: the pod is bound, assumed or gone", pod=pod.key)
+                return
+            rv = max(rv, seen[1], key=_rv_order)
+            try:
+                self.api.patch_pod_status(pod.namespace, pod.name, condition=cond, resource_version=rv)
+                return
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+            time.sleep(0.05)  # let the watch deliver the newer version
+        log.info("PodScheduled=False not written: the pod kept changing", pod=pod.key, resource_version=rv)
 
     def nominated_node(self, pod: Pod, node_name: str) -> None:
         self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
@@ -162,6 +206,24 @@ class ApiStatusWriter:
             if all(existing.get(k) == cond[k] for k in same):
                 return
         self.writer.submit(self.api.patch_pod_group_status, namespace, name, cond)
+
+
+def _rv_order(rv: str) -> tuple[int, str]:
+    """resourceVersions are opaque, but etcd's are integers: the larger is the newer."""
+    return (int(rv), "") if rv.isdigit() else (-1, rv)
+
+
+def _latest_view(queue: SchedulingQueue, cache: Cache) -> Callable[[str], tuple[bool, str] | None]:
+    """uid -> (assumed or bound, resourceVersion) from the cache (assumed/bound pods) or the queue."""
+
+    def latest(uid: str) -> tuple[bool, str] | None:
+        cached = cache.get_pod(uid)
+        if cached is not None:
+            return True, cached.resource_version
+        qpi = queue.get(uid)
+        return None if qpi is None else (False, qpi.pod.resource_version)
+
+    return latest
 
 
 # ------------------------------------------------------------------------------------------ assembly
@@ -510,6 +572,7 @@ def build_app(
     handle.nominator = queue
     handle.extra.update(preemption_hooks)
     queue_ref.append(queue)
+    status_writer.latest = _latest_view(queue, cache)
     for fwk in frameworks.values():
         fwk.handle.nominator = queue
         fwk.handle.extra.update(preemption_hooks)

@@ -328,11 +328,13 @@ class Api(Transport):
         condition: Mapping[str, Any] | None = None,
         nominated_node_name: str | None = None,
         extended_resource_claim_status: Mapping[str, Any] | None = None,
+        resource_version: str = "",
     ) -> JSON | None:
         """Strategic-merge patch of pods/{name}/status: merge one condition (by ``type``; its
         ``lastTransitionTime`` defaults to now) and/or set ``status.nominatedNodeName`` ("" clears it) and/or
-        ``status.extendedResourceClaimStatus`` (DynamicResources' PreBind). Returns the updated pod, or None
-        when there was nothing to patch."""
+        ``status.extendedResourceClaimStatus`` (DynamicResources' PreBind). ``resource_version``: only if
+        the pod is still at that version (else ApiError 409). Returns the updated pod, or None when there
+        was nothing to patch."""
         status: JSON = {}
         if extended_resource_claim_status is not None:
             status["extendedResourceClaimStatus"] = dict(extended_resource_claim_status)
@@ -346,9 +348,10 @@ class Api(Transport):
             status["nominatedNodeName"] = nominated_node_name or None
         if not status:
             return None
-        return self.patch(
-            "Pod", namespace, name, {"status": status}, subresource="status", patch_type="strategic"
-        )
+        body: JSON = {"status": status}
+        if resource_version:  # a precondition: 409 Conflict if the pod changed since that version
+            body["metadata"] = {"resourceVersion": resource_version}
+        return self.patch("Pod", namespace, name, body, subresource="status", patch_type="strategic")
 
     def patch_pod_group_status(self, namespace: str, name: str, condition: Mapping[str, Any]) -> JSON:
         """Strategic-merge patch of a PodGroup's status (scheduling.k8s.io/v1alpha2): merge one condition
@@ -371,6 +374,10 @@ class Api(Transport):
     ) -> bool:
         """Delete a pod (preemption); False if it is already gone or was replaced (uid differs)."""
         return self.delete("Pod", namespace, name, uid=uid, grace_period_seconds=grace_period_seconds)
+
+    def patch_event_series(self, namespace: str, name: str, series: Mapping[str, Any]) -> JSON:
+        """Merge-PATCH an events.k8s.io/v1 Event's ``series`` (count, lastObservedTime)."""
+        return self.patch("Event", namespace, name, {"series": dict(series)})
 
     def create_event(self, body: Mapping[str, Any]) -> JSON:
         """POST an events.k8s.io/v1 Event into ``body.metadata.namespace`` (default ``default``)."""

@@ -13,8 +13,16 @@ The body is what client-go's events recorder writes: ``regarding`` the pod (kind
 uid, apiVersion v1), ``eventTime`` as MicroTime (``2026-01-01T00:00:00.000000Z``), ``type``
 Normal/Warning, ``reason``, ``action``, ``note`` (at most 1024 bytes, the API's limit; longer notes are
 cut and end with ``...``), ``reportingController``/``reportingInstance``, and the name
-``<pod name>.<hex of the event time in nanoseconds>`` in the pod's namespace. Events are not
-aggregated into series.
+``<pod name>.<hex of the event time in nanoseconds>`` in the pod's namespace.
+
+Series, as client-go's events library makes them: events with the same type, action, reason,
+reporting controller/instance and pod ("isomorphic", whatever their notes) are written once; the
+second becomes a ``series`` (count 2) PATCHed onto the first, later ones only count. A series is
+written again every 30 minutes while it lasts, and a last time once 6 minutes pass without another
+occurrence, when it is forgotten (as are single events after 6 minutes). So a pod failing every few
+seconds costs the API server two writes, not one per attempt, and its ``FailedScheduling`` shows the
+first note with a count, as kube-scheduler's does. A series PATCH that finds the event gone (404:
+expired, namespace deleted) creates it instead. Timers read the clock given (tests drive it).
 """
 
 from __future__ import annotations
@@ -39,12 +47,46 @@ log = structlog.get_logger("pyscheduler.client")
 NOTE_LIMIT: Final = 1024
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
+SERIES_FINISH: Final = 6 * 60.0  # client-go's finishTime: a series ends 6 minutes after its last event
+SERIES_REFRESH: Final = 30 * 60.0  # client-go's refreshTime: a running series is written every 30 minutes
 
 
 class EventSink(Protocol):
     """What the recorder needs of ``Api``."""
 
     def create_event(self, body: Mapping[str, Any]) -> JSON: ...
+
+    def patch_event_series(self, namespace: str, name: str, series: Mapping[str, Any]) -> JSON: ...
+
+
+def _series_key(body: Mapping[str, Any]) -> tuple[Any, ...]:
+    """client-go's isomorphic-event key: everything but the note and the time."""
+    reg = body["regarding"]
+    return (
+        body["type"],
+        body["action"],
+        body["reason"],
+        body["reportingController"],
+        body["reportingInstance"],
+        reg["namespace"],
+        reg["name"],
+        reg["uid"],
+    )
+
+
+class _Seen:
+    """An event written recently: its body (name, namespace), and its series once it has one."""
+
+    __slots__ = ("body", "count", "last", "last_written")
+
+    def __init__(self, body: JSON, now: float) -> None:
+        self.body = body
+        self.count = 1
+        self.last = now  # wall time of the last occurrence
+        self.last_written = now
+
+    def series(self) -> JSON:
+        return {"count": self.count, "lastObservedTime": micro_time(self.last)}
 
 
 def micro_time(ts: float) -> str:
@@ -120,6 +162,8 @@ class EventRecorder:
         self.dropped = 0
         self.failed = 0
         self._last_drop_warning = -1e18
+        self._seen: dict[tuple[Any, ...], _Seen] = {}
+        self._next_sweep = self.clock.wall() + 60.0
         self._threads = [
             threading.Thread(target=self._run, name=f"event-recorder-{i}", daemon=True)
             for i in range(max(1, workers))
@@ -132,6 +176,7 @@ class EventRecorder:
         if self._stopped:
             self.dropped += 1
             return False
+        now = self.clock.wall()
         body = event_body(
             pod,
             type,
@@ -140,12 +185,61 @@ class EventRecorder:
             note,
             reporting_controller=self.reporting_controller,
             reporting_instance=self.reporting_instance,
-            now=self.clock.wall(),
+            now=now,
         )
+        job = self._aggregate(body, now)
+        if job is None:
+            return True  # counted into a series already written
+        return self._put(job, pod, reason)
+
+    def _aggregate(self, body: JSON, now: float) -> JSON | None:
+        """The write this event needs: the body (a new event), a series patch, or None (only counted)."""
+        sweep = False
+        with self._cond:
+            key = _series_key(body)
+            seen = self._seen.get(key)
+            if now >= self._next_sweep:
+                self._next_sweep = now + 60.0
+                sweep = True
+            if seen is None or now - seen.last > SERIES_FINISH:
+                self._seen[key] = _Seen(body, now)
+                job: JSON | None = body
+            else:
+                seen.count += 1
+                seen.last = now
+                job = None
+                if seen.count == 2:
+                    seen.last_written = now
+                    job = _patch_job(seen)
+        if sweep:
+            for j in self._sweep(now):
+                self._put(j, None, "series")
+        return job
+
+    def _sweep(self, now: float) -> list[JSON]:
+        """Series to write (ended 6 minutes ago: a last time; running 30 minutes: again); forget the rest
+        of what is older than 6 minutes."""
+        out = []
+        with self._cond:
+            for key, seen in list(self._seen.items()):
+                idle = now - seen.last > SERIES_FINISH
+                if seen.count > 1 and (idle or now - seen.last_written >= SERIES_REFRESH):
+                    seen.last_written = now
+                    out.append(_patch_job(seen))
+                if idle:
+                    del self._seen[key]
+        return out
+
+    def sweep(self) -> None:
+        """Write due series now (the recorder also does this as events come, at most once a minute)."""
+        for j in self._sweep(self.clock.wall()):
+            self._put(j, None, "series")
+
+    def _put(self, job: JSON, pod: Pod | None, reason: str) -> bool:
         with self._cond:
             self._pending += 1
         try:
-            self._queue.put_nowait(body)
+            self._queue.put_nowait(job)
         except queue.Full:
             self._done()
             with self._cond:
@@ -156,7 +250,10 @@ class EventRecorder:
                     self._last_drop_warning = now
             if warn:  # at most one warning per 10 s; the count says how many were lost
                 log.warning(
-                    "event queue full, dropping events", pod=pod.key, reason=reason, dropped=self.dropped
+                    "event queue full, dropping events",
+                    pod=pod.key if pod is not None else None,
+                    reason=reason,
+                    dropped=self.dropped,
                 )
             return False
         return True
@@ -194,26 +291,53 @@ class EventRecorder:
                 return
             ok = False
             try:
-                self.api.create_event(body)
+                series = body.get("_series")
+                if series is None:
+                    self.api.create_event(body)
+                else:
+                    self._write_series(body["_event"], series)
                 ok = True
             except ApiError as e:
-                if e.is_already_exists() and e.attempts > 1:
-                    # an earlier attempt created it; only its answer was lost (make chaos: api-lost-response)
+                if e.is_already_exists() and (e.attempts > 1 or self._in_series(body)):
+                    # an earlier attempt created it, only its answer was lost (make chaos: api-lost-response);
+                    # or the series patch of its second occurrence overtook it and created it
                     ok = True
                     continue
                 log.warning(
                     "posting event failed",
-                    event_name=body["metadata"]["name"],
+                    event_name=_name(body),
                     reason=body["reason"],
                     error=str(e),
                 )
             except Exception as e:
-                log.exception("posting event failed", event_name=body["metadata"]["name"], error=repr(e))
+                log.exception("posting event failed", event_name=_name(body), error=repr(e))
             finally:
                 self._done(ok)
+
+    def _in_series(self, body: JSON) -> bool:
+        with self._cond:
+            seen = self._seen.get(_series_key(body)) if "regarding" in body else None
+            return seen is not None and seen.count > 1 and seen.body is body
+
+    def _write_series(self, event: JSON, series: JSON) -> None:
+        meta = event["metadata"]
+        try:
+            self.api.patch_event_series(meta["namespace"], meta["name"], series)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            self.api.create_event({**event, "series": series})  # the event expired or was deleted
 
     def __enter__(self) -> EventRecorder:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _patch_job(seen: _Seen) -> JSON:
+    return {"_event": seen.body, "_series": seen.series()}
+
+
+def _name(job: Mapping[str, Any]) -> str:
+    return str((job.get("_event") or job)["metadata"]["name"])

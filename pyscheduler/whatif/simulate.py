@@ -331,6 +331,13 @@ def prepare_engine(
         objects.setdefault(str(o["kind"]), []).append(o)
     if "ResourceClaim" in objects and "DynamicResources" not in _enabled_plugins(engine):
         objects.pop("ResourceClaim")
+    if not engine.app.pod_groups_enabled:
+        groups = objects.pop("PodGroup", [])
+        if groups:
+            warnings.append(
+                f"{len(groups)} PodGroup(s) in the snapshot ignored: the GenericWorkload feature gate is off "
+                "(--feature-gates GenericWorkload=true schedules their pods a group at a time)"
+            )
     engine.add_objects(objects)
     engine.add_nodes(applied.nodes)
     node_names = {n["metadata"]["name"] for n in applied.nodes}

@@ -426,6 +426,52 @@ def test_patch_pod_status_writes_condition_and_nomination(api: Api, ns: str) -> 
     assert "nominatedNodeName" not in got
 
 
+def _scheduled(api: Api, ns: str, name: str) -> str:
+    conds = api.get("Pod", ns, name)["status"].get("conditions") or []
+    return next((c["status"] for c in conds if c["type"] == "PodScheduled"), "")
+
+
+def test_a_late_unschedulable_condition_never_lands_on_a_bound_pod(
+    cluster: LocalCluster, api: Api, ns: str
+) -> None:
+    """A failed attempt's PodScheduled=False waits in the writer's queue while the next attempt binds the
+    pod: written late it would mark a running pod unscheduled (kube's e2e specs fail on that). The patch
+    carries the attempt's resourceVersion; the 409 it meets is resolved from the daemon's own view."""
+    from pyscheduler.app import ApiStatusWriter
+    from pyscheduler.framework.clock import RealClock
+
+    (node,) = cluster.create_nodes(1, prefix="late-cond")
+    seen: dict[str, tuple[bool, str] | None] = {}
+    with AsyncWriter(api, workers=1) as writer:
+        status = ApiStatusWriter(api, writer, RealClock(), latest=lambda uid: seen.get(uid))
+        # 1. bound meanwhile, and the daemon's watch has not shown it yet (its view: unbound, old version)
+        pod = create_pod(api, ns, "late-bound")
+        seen[pod.uid] = (False, pod.resource_version)
+        assert api.bind(pod, node) is None
+        status.pod_scheduled_condition(pod, "False", "Unschedulable", "0/1 nodes are available: late.")
+        assert writer.flush(30) and writer.failed == 0
+        assert _scheduled(api, ns, "late-bound") == "True"
+        # 2. the watch has shown the pod assumed/bound: nothing is sent at all
+        pod2 = create_pod(api, ns, "late-assumed")
+        seen[pod2.uid] = (True, pod2.resource_version)
+        requests = api.requests_total
+        status.pod_scheduled_condition(pod2, "False", "Unschedulable", "m")
+        assert writer.flush(30) and api.requests_total == requests
+        # 3. changed but not bound (a label): the write goes through on the newer version
+        pod3 = create_pod(api, ns, "relabelled")
+        newer = api.patch("Pod", ns, "relabelled", {"metadata": {"labels": {"x": "y"}}})
+        seen[pod3.uid] = (False, newer["metadata"]["resourceVersion"])
+        status.pod_scheduled_condition(pod3, "False", "Unschedulable", "0/1 nodes are available: no.")
+        assert writer.flush(30) and writer.failed == 0
+        assert _scheduled(api, ns, "relabelled") == "False"
+    # the precondition itself, on the real API server
+    with pytest.raises(ApiError) as err:
+        api.patch_pod_status(
+            ns, "relabelled", condition={"type": "X", "status": "True"}, resource_version="1"
+        )
+    assert err.value.status == 409
+
+
 def test_events_are_posted_to_events_k8s_io(api: Api, ns: str) -> None:
     pod = create_pod(api, ns, "evented")
     with EventRecorder(api, reporting_instance="py-scheduler-test") as rec:

@@ -52,6 +52,7 @@ _FIXED = {
     "add_pod_condition": ("", "pods/status", "patch"),
     "delete_pod": ("", "pods", "delete"),
     "create_event": ("events.k8s.io", "events", "create"),
+    "patch_event_series": ("events.k8s.io", "events", "patch"),
     "patch_pod_group_status": ("scheduling.k8s.io", "podgroups/status", "patch"),
 }
 # bind is also a plugin's and an extender's method name: only on an API client it is the binding POST

@@ -93,6 +93,9 @@ class SlowSink:
         self.bodies.append(dict(body))
         return dict(body)
 
+    def patch_event_series(self, namespace: str, name: str, series: Any) -> dict[str, Any]:
+        raise AssertionError("no series expected here")
+
 
 def test_recorder_posts_in_background_and_flushes() -> None:
     sink = SlowSink()
@@ -111,7 +114,8 @@ def test_recorder_never_blocks_and_drops_when_full() -> None:
     sink = SlowSink()  # gate closed: the poster is stuck on the first event
     rec = EventRecorder(sink, queue_size=3, workers=1, clock=FixedClock())
     t = time.monotonic()
-    results = [rec.event(POD, "Normal", "Scheduled", "Binding", f"n{i}") for i in range(10)]
+    pods = [Pod(uid=f"u{i}", namespace="team-a", name=f"web-{i}") for i in range(10)]  # not one series
+    results = [rec.event(p, "Normal", "Scheduled", "Binding", "n") for p in pods]
     assert time.monotonic() - t < 0.5
     assert results.count(True) in (3, 4)  # one may already have been taken by the poster
     assert rec.dropped == 10 - results.count(True)
@@ -143,6 +147,9 @@ class AlreadyThereSink:
         e.attempts = self.attempts
         raise e
 
+    def patch_event_series(self, namespace: str, name: str, series: Any) -> dict[str, Any]:
+        raise AssertionError("no series expected here")
+
 
 def test_an_event_whose_retry_finds_it_created_is_posted() -> None:
     # make chaos (api-lost-response): 21 'posting event failed' warnings for events that existed
@@ -154,6 +161,86 @@ def test_an_event_whose_retry_finds_it_created_is_posted() -> None:
     first.event(POD, "Normal", "Scheduled", "Binding", "x")
     assert first.flush(5) and (first.posted, first.failed) == (0, 1)
     first.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T
+
+    def now(self) -> float:
+        return self.t - T
+
+    def wall(self) -> float:
+        return self.t
+
+
+class SeriesSink:
+    """Records creates and series patches; ``gone`` names events a patch finds deleted (404)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.gone: set[str] = set()
+
+    def create_event(self, body: Any) -> dict[str, Any]:
+        self.calls.append(("create", body["metadata"]["name"], dict(body)))
+        return dict(body)
+
+    def patch_event_series(self, namespace: str, name: str, series: Any) -> dict[str, Any]:
+        if name in self.gone:
+            raise ApiError(404, "NotFound", "gone", "PATCH", "/events")
+        self.calls.append(("patch", name, dict(series)))
+        return {}
+
+
+def _failing(rec: EventRecorder, clock: Clock, times: int, step: float = 2.0) -> None:
+    for i in range(times):
+        rec.event(POD, "Warning", "FailedScheduling", "Scheduling", f"0/3 nodes are available: attempt {i}")
+        clock.t += step
+    assert rec.flush(5)
+
+
+def test_a_pod_failing_again_and_again_costs_two_writes_then_a_last_count() -> None:
+    sink, clock = SeriesSink(), Clock()
+    rec = EventRecorder(sink, workers=1, clock=clock)
+    try:
+        _failing(rec, clock, 30)  # one attempt every 2 s for a minute
+        (kind1, name, first), (kind2, name2, series) = sink.calls
+        assert (kind1, kind2, name2) == ("create", "patch", name)
+        assert first["note"].endswith("attempt 0")  # the first note stays, as with kube-scheduler
+        assert series["count"] == 2
+        rec.event(POD, "Normal", "Scheduled", "Binding", "Successfully assigned team-a/web-1 to n1")
+        assert rec.flush(5) and sink.calls[-1][0] == "create"  # another reason: its own event
+        clock.t += 6 * 60 + 1  # six quiet minutes end the series: its count is written a last time
+        rec.sweep()
+        assert rec.flush(5)
+        assert ("patch", name, {"count": 30, "lastObservedTime": micro_time(T + 58.0)}) in sink.calls
+        n = len(sink.calls)
+        _failing(rec, clock, 1)  # after the end, the next failure is a new event again
+        assert sink.calls[n][0] == "create" and sink.calls[n][1] != name
+    finally:
+        rec.stop()
+
+
+def test_a_long_series_is_written_every_30_minutes_and_recreated_if_gone() -> None:
+    sink, clock = SeriesSink(), Clock()
+    rec = EventRecorder(sink, workers=1, clock=clock)
+    try:
+        _failing(rec, clock, 3, step=60.0)
+        name = sink.calls[0][1]
+        _failing(rec, clock, 29, step=60.0)  # still failing once a minute, half an hour on
+        rec.sweep()
+        assert rec.flush(5)
+        refreshes = [c for c in sink.calls if c[0] == "patch"]
+        assert [c[2]["count"] for c in refreshes] == [2, 32]
+        sink.gone.add(name)  # the event expired (the API server keeps events an hour) or was deleted
+        _failing(rec, clock, 31, step=60.0)
+        rec.sweep()
+        assert rec.flush(5)
+        recreated = sink.calls[-1]  # the refresh due 30 minutes after the last one met a 404: created again
+        assert recreated[0] == "create" and recreated[1] == name and recreated[2]["series"]["count"] == 62
+        assert rec.failed == 0
+    finally:
+        rec.stop()
 
 
 # ------------------------------------------------------------------------------------------ writer

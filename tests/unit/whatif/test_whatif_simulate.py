@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from pyscheduler.config import feature_gates
 from pyscheduler.config.load import ConfigError
-from pyscheduler.testing import make_node, make_pod
+from pyscheduler.testing import make_node, make_pod, make_pod_group
 from pyscheduler.whatif.changes import Changes
 from pyscheduler.whatif.simulate import compare, simulate
 from pyscheduler.whatif.snapshot import ClusterSnapshot
@@ -184,3 +185,24 @@ def test_an_added_pod_that_already_exists_is_refused() -> None:
         simulate(
             snap, workloads=expand([("p.yaml", {"kind": "Pod", "metadata": {"name": "p0"}, "spec": spec})])
         )
+
+
+def _gang_snapshot() -> ClusterSnapshot:
+    """Two 1-CPU nodes and a pending gang of three 1-CPU pods that must be placed all together."""
+    members = [make_pod(f"m{i}").req(cpu="1").group("g").scheduler("py-scheduler").json() for i in range(3)]
+    nodes = [make_node(f"n{i}").capacity(cpu="1", memory="4Gi", pods=110).json() for i in range(2)]
+    # as `kubectl get nodes,pods,podgroups -o yaml` gives them
+    return ClusterSnapshot.from_objects([*nodes, *members, make_pod_group("g", min_count=3)], "kubectl")
+
+
+def test_a_snapshots_pod_group_is_scheduled_all_or_nothing_with_its_gates_on() -> None:
+    with feature_gates.overridden("GenericWorkload=true,GangScheduling=true"):
+        res = simulate(_gang_snapshot())
+    assert [p.node for p in res.pods] == [None, None, None]  # 3 CPUs asked, 2 exist: none of the gang binds
+    assert not any("PodGroup" in w for w in res.warnings)
+
+
+def test_a_snapshots_pod_group_is_ignored_with_a_warning_when_its_gate_is_off() -> None:
+    res = simulate(_gang_snapshot())
+    assert sorted(p.node or "" for p in res.pods) == ["", "n0", "n1"]  # one by one, as the daemon would
+    assert any("1 PodGroup(s) in the snapshot ignored" in w for w in res.warnings)
