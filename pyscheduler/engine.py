@@ -118,8 +118,8 @@ class _EngineRecorder:
 class _InlineWriter:
     """The async writer, in line: status patches apply at once."""
 
-    def submit(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> None:
-        fn(*args, **kw)
+    def submit(self, fn: Callable[..., Any], *args: Any, key: str | None = None, **kw: Any) -> None:
+        fn(*args, **kw)  # ``key`` only picks the AsyncWriter's worker: not an argument of ``fn``
 
     def flush(self, timeout: float) -> None:
         return None

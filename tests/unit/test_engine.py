@@ -33,6 +33,18 @@ def test_assumed_pods_count_on_their_node_and_the_rest_fail_with_kube_text() -> 
     assert failed[0].reason == "Unschedulable"
 
 
+def test_pods_read_from_a_cluster_fail_with_kube_text_too() -> None:
+    # a snapshot's pods carry a resourceVersion: their unschedulable condition takes the daemon's
+    # precondition path (pyscheduler.app.ApiStatusWriter), which the engine's writer runs in line
+    pod = make_pod("big").req(cpu="8").json()
+    pod["metadata"]["resourceVersion"] = "4711"
+    engine = Engine(seed=1)
+    engine.add_nodes(nodes(2))
+    (r,) = engine.schedule([pod]).values()
+    assert not r.scheduled and r.reason == "Unschedulable"
+    assert r.message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
+
+
 def test_queue_order_is_priority_sort() -> None:
     low = make_pod("low").req(cpu="1").priority(1)
     high = make_pod("high").req(cpu="1").priority(100)
