@@ -385,3 +385,56 @@ def test_binding_calls_are_kubes_pod_binding_calls() -> None:
         (("call_type", "pod_binding"), ("result", "error")): 1.0,
         (("call_type", "pod_binding"), ("result", "success")): 2.0,
     }
+
+
+def test_binding_cycles_waiting_for_a_binder_thread_are_pending_pod_binding_calls() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from typing import Any
+
+    from pyscheduler.app import build_app
+    from pyscheduler.config.load import parse_config
+    from pyscheduler.event_handlers import NodeHandler, PodHandler
+    from pyscheduler.plugins.registry import full_registry, plugin_extension_points
+
+    release = threading.Event()
+
+    class BlockingApi:
+        def bind(self, pod: Pod, node_name: str) -> None:
+            release.wait(10)
+
+        def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
+
+    class Null:
+        def submit(self, *a: Any, **k: Any) -> bool:
+            return True
+
+        def event(self, *a: Any, **k: Any) -> bool:
+            return True
+
+    reg = full_registry()
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+    app = build_app(cfg, reg, BlockingApi(), recorder=Null(), writer=Null())
+    app.scheduler._binders = ThreadPoolExecutor(max_workers=1)  # one binder thread instead of 64
+    NodeHandler(app).on_add(make_node("n1").capacity(cpu="8", memory="8Gi", pods=10).obj())
+    for i in range(3):
+        PodHandler(app).on_add(make_pod(f"p{i}").scheduler("py-scheduler").req(cpu="1").obj())
+    try:
+        for _ in range(3):
+            assert app.scheduler.schedule_one(1.0)
+        # one binding cycle holds the thread (its Binding call in flight), two wait for it
+        assert eventually_value(lambda: _series(app.metrics, "scheduler_pending_async_api_calls")) == {
+            (("call_type", "pod_binding"),): 2.0
+        }
+        release.set()
+        assert app.scheduler.drain_binds(10)
+        assert _series(app.metrics, "scheduler_pending_async_api_calls") == {
+            (("call_type", "pod_binding"),): 0.0
+        }
+    finally:
+        release.set()
+        app.scheduler.shutdown()
