@@ -495,7 +495,7 @@ def build_app(
     if writer is None:
         from pyscheduler.client.writer import AsyncWriter
 
-        writer = AsyncWriter(api)
+        writer = AsyncWriter(api, observer=metrics)  # pod_status_patch figures (docs/metrics.md)
     snapshot = Snapshot()
     objects = ObjectStore()
     status_writer = ApiStatusWriter(api, writer, clock, objects)

@@ -38,6 +38,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from pyscheduler import KUBERNETES_VERSION, __version__
+from pyscheduler.config.feature_gates import (
+    ALL_ALPHA,
+    ALL_BETA,
+    ALPHA,
+    BETA,
+    GA,
+    KNOWN,
+    FeatureGates,
+    current,
+)
 from pyscheduler.framework.status import Code
 
 # kube-scheduler (Go's client library) prints no `<name>_created` series; prometheus_client does unless told.
@@ -79,7 +89,6 @@ DELIBERATE_ABSENCES: dict[str, str] = {
     "disabled_metrics_total": "component-base's metric registry bookkeeping (--disabled-metrics)",
     "hidden_metrics_total": "component-base's metric registry bookkeeping (--show-hidden-metrics-for-version)",
     "cardinality_enforcement_unexpected_categorizations_total": "component-base's metric registry bookkeeping",
-    "kubernetes_feature_enabled": "Kubernetes feature gates: pyscheduler has none (it follows 1.36's defaults)",
     "version_info": "compatibility versions of Kubernetes components (--emulated-version); none here",
     "rest_client_exec_plugin_certificate_rotation_age": "client-go's exec credential plugins' certificate "
     "rotation (pyscheduler reads exec credentials through the kubernetes package)",
@@ -92,25 +101,33 @@ DELIBERATE_ABSENCES: dict[str, str] = {
     "scheduler_batch_cache_flushed_total": "opportunistic batching (see above)",
     "scheduler_get_node_hint_duration_seconds": "opportunistic batching (see above)",
     "scheduler_store_schedule_results_duration_seconds": "opportunistic batching (see above)",
+    "scheduler_volume_binder_cache_requests_total": "kube-scheduler 1.36 registers it and never counts anything "
+    "in it (nothing in the pinned module increments it; the binder's pod binding cache it counted is gone), so "
+    "it never has a series; VolumeBinding's assume cache of PVs and PVCs is counted by neither scheduler",
 }
 """kube-scheduler metric names pyscheduler does not expose, each with the reason (docs/metrics.md)."""
 
-NOT_YET_EXPOSED: dict[str, str] = {
-    "scheduler_async_api_call_execution_total": "kube's asynchronous API dispatcher (SchedulerAsyncAPICalls); "
-    "pyscheduler's own asynchronous writer is not mapped onto these yet (kube-scheduler 1.36 shows no series "
-    "for them after the parity workload)",
-    "scheduler_async_api_call_execution_duration_seconds": "see scheduler_async_api_call_execution_total",
-    "scheduler_pending_async_api_calls": "see scheduler_async_api_call_execution_total",
-    "scheduler_volume_binder_cache_requests_total": "VolumeBinding's assume cache operations; pyscheduler's "
-    "VolumeBinding keeps no such cache",
-    "scheduler_volume_scheduling_stage_error_total": "VolumeBinding's per-stage errors: not counted yet",
-}
-"""kube-scheduler metric names that have a meaning here but are not exposed (yet), each with the reason.
-None of them has a series on kube-scheduler 1.36's /metrics with its default feature gates."""
+NOT_YET_EXPOSED: dict[str, str] = {}
+"""kube-scheduler metric names that have a meaning here but are not exposed (yet), each with the reason
+(none today; the parity tests accept a name listed here as missing)."""
+
+
+ASYNC_CALL_POD_STATUS_PATCH = "pod_status_patch"
+ASYNC_CALL_POD_BINDING = "pod_binding"
+"""kube's API call types (pkg/scheduler/framework/api_calls), the ``call_type`` label of the
+scheduler_async_api_call_* and scheduler_pending_async_api_calls series."""
 
 
 class SchedulerMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None, plugin_sample_rate: float = 0.1) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        plugin_sample_rate: float = 0.1,
+        *,
+        feature_gates: FeatureGates | None = None,
+    ) -> None:
+        """``feature_gates``: what kubernetes_feature_enabled shows (default: the process's gates,
+        ``pyscheduler.config.feature_gates.current()``, read at each scrape)."""
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.plugin_sample_rate = plugin_sample_rate
@@ -310,6 +327,34 @@ class SchedulerMetrics:
             buckets=_exp_buckets(0.1, 2, 14),
             registry=r,
         )
+        # kube's asynchronous API dispatcher (SchedulerAsyncAPICalls): here the status patches of the async
+        # writer (pyscheduler.client.writer) and the Binding calls of binding cycles; see docs/metrics.md
+        self.async_api_call_total = Counter(
+            "scheduler_async_api_call_execution_total",
+            "Total number of API calls executed by the async dispatcher.",
+            ["call_type", "result"],
+            registry=r,
+        )
+        self.async_api_call_duration = Histogram(
+            "scheduler_async_api_call_execution_duration_seconds",
+            "Duration in seconds for executing API call in the async dispatcher.",
+            ["call_type", "result"],
+            buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.async_api_pending_calls = Gauge(
+            "scheduler_pending_async_api_calls",
+            "Number of API calls currently pending in the async queue.",
+            ["call_type"],
+            registry=r,
+        )
+        # VolumeBinding's per-stage errors (kube's volumebinding/metrics)
+        self.volume_stage_errors = Counter(
+            "scheduler_volume_scheduling_stage_error_total",
+            "Volume scheduling stage error count",
+            ["operation"],
+            registry=r,
+        )
         # client-go's request metrics (k8s.io/client-go/tools/metrics, registered by component-base)
         self.rest_requests = Counter(
             "rest_client_requests_total",
@@ -376,6 +421,7 @@ class SchedulerMetrics:
             minor,
             f"{sys.platform}/{_arch()}",
         ).set(1)
+        r.register(_FeatureGateCollector(feature_gates))
         ProcessCollector(registry=r)
         r.register(_ProcessExtras())
         self._evaluations = _EvaluationCollector()
@@ -518,6 +564,21 @@ class SchedulerMetrics:
         for driver in allocations:
             self.dra_binding_conditions_allocations.labels(profile, driver, status).inc()
 
+    def async_api_call(self, call_type: str, result: str, seconds: float) -> None:
+        """An asynchronous API call (``call_type`` pod_status_patch or pod_binding) ran: ``result`` is
+        success or error, as kube's dispatcher labels it."""
+        self.async_api_call_total.labels(call_type, result).inc()
+        self.async_api_call_duration.labels(call_type, result).observe(seconds)
+
+    def async_api_pending(self, call_type: str, delta: int) -> None:
+        """A call of ``call_type`` was queued (+1) or left the queue (-1: it started, or was dropped)."""
+        self.async_api_pending_calls.labels(call_type).inc(delta)
+
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        """VolumeBinding failed with an error (not a rejection) at ``operation``: predicate (Filter's volume
+        search), assume (Reserve), bind (PreBind's API writes), kube's three stages."""
+        self.volume_stage_errors.labels(operation).inc()
+
     def rest_rate_limited(self, method: str, host: str, seconds: float) -> None:
         key = (method, host)
         child = self._rate_children.get(key)
@@ -563,6 +624,33 @@ class _EvaluationCollector(Collector):
             for (plugin, point), n in sorted(counts().items()):
                 if n:
                     fam.add_metric([plugin, point, profile], n)
+        yield fam
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+class _FeatureGateCollector(Collector):
+    """kubernetes_feature_enabled{name,stage}: 1 or 0 for every gate kube-scheduler 1.36 knows, and for
+    AllAlpha / AllBeta, as component-base's feature gate records them (``stage`` is ALPHA, BETA,
+    DEPRECATED, or empty for GA)."""
+
+    def __init__(self, gates: FeatureGates | None) -> None:
+        self.gates = gates
+
+    def collect(self) -> Iterator[Metric]:
+        gates = self.gates if self.gates is not None else current()
+        fam = GaugeMetricFamily(
+            "kubernetes_feature_enabled",
+            "This metric records the data about the stage and enablement of a k8s feature.",
+            labels=["name", "stage"],
+        )
+        for name, spec in sorted(KNOWN.items()):
+            fam.add_metric(
+                [name, "" if spec.stage == GA else spec.stage], 1.0 if gates.enabled(name) else 0.0
+            )
+        for name, stage in ((ALL_ALPHA, ALPHA), (ALL_BETA, BETA)):
+            fam.add_metric([name, stage], 1.0 if gates.explicit.get(name) else 0.0)
         yield fam
 
     def describe(self) -> Iterator[Metric]:

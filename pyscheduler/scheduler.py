@@ -308,7 +308,10 @@ class Scheduler:
         """Run the binding cycle of an assumed, reserved and permitted pod off the scheduling thread."""
         with self._inflight_lock:
             self._inflight_binds += 1
-        self._binders.submit(self._binding_cycle, fwk, state, qpi, assumed, result, start)
+        pending = getattr(self.metrics, "async_api_pending", None)
+        if pending is not None:  # its Binding call waits for a binder thread (docs/metrics.md)
+            pending("pod_binding", 1)
+        self._binders.submit(self._binding_cycle, fwk, state, qpi, assumed, result, start, pending)
 
     # ------------------------------------------------------------------------------------ cycle
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult:
@@ -572,7 +575,10 @@ class Scheduler:
         assumed: Pod,
         result: ScheduleResult,
         start: float,
+        pending: Callable[[str, int], None] | None = None,
     ) -> None:
+        if pending is not None:
+            pending("pod_binding", -1)
         try:
             s = fwk.wait_on_permit(assumed)
             if s is None or s.is_success():

@@ -19,6 +19,7 @@ Failures raise ``ApiError`` (``errors.py``). The error classes, the token bucket
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
@@ -293,7 +294,24 @@ class Api(Transport):
         """POST pods/{name}/binding with a uid precondition. None on success; otherwise an error Status
         whose ``error`` is the ApiError (409: already bound, or the pod was replaced; 404: pod gone;
         those are final and not retried). A 409 "already assigned to node <this node>" to a *retry* is
-        success: an earlier attempt went through and only its answer was lost."""
+        success: an earlier attempt went through and only its answer was lost.
+
+        Reported to ``metrics_observer.async_api_call`` as kube's dispatcher reports its ``pod_binding``
+        calls (result success or error, the time taken, retries included)."""
+        observe = getattr(self.metrics_observer, "async_api_call", None)
+        if observe is None:
+            return self._bind(pod, node_name)
+        start = time.perf_counter()
+        result = "error"
+        try:
+            status = self._bind(pod, node_name)
+            if status is None:
+                result = "success"
+            return status
+        finally:
+            observe("pod_binding", result, time.perf_counter() - start)
+
+    def _bind(self, pod: Pod, node_name: str) -> Status | None:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -15,6 +15,14 @@ the write, logs and counts it (``dropped``). A write that raises is logged (stru
 (``failed``); the exception never reaches the caller. ``Api`` already retries transient errors.
 ``flush(timeout)`` waits until everything submitted so far is done; ``stop()`` flushes and ends
 the workers.
+
+Metrics: the writes kube-scheduler sends through its asynchronous API dispatcher are reported to
+``observer`` (``pyscheduler.metrics.SchedulerMetrics``) under kube's call type: ``Api.patch_pod_status``
+(a PodScheduled condition, setting or clearing nominatedNodeName) is ``pod_status_patch``. Each such
+write counts as pending from ``submit`` until a worker takes it (or it is dropped), and its run is
+observed with result ``success`` or ``error``. Other writes (PodGroup status, preemption deletes) are
+not the dispatcher's in kube and are not reported. (``pod_binding`` is reported by ``Api.bind`` and
+the scheduler's binder pool; see docs/metrics.md.)
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -35,7 +43,18 @@ from pyscheduler.client.errors import ApiError
 
 log = structlog.get_logger("pyscheduler.client")
 
-_Item = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], str | None] | None
+_Item = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], str | None, str | None] | None
+
+# The function a write runs -> kube's API call type (pkg/scheduler/framework/api_calls)
+CALL_TYPES: dict[str, str] = {"patch_pod_status": "pod_status_patch"}
+
+
+class AsyncCallObserver(Protocol):
+    """Where kube's scheduler_async_api_call_* and scheduler_pending_async_api_calls figures go."""
+
+    def async_api_call(self, call_type: str, result: str, seconds: float) -> None: ...
+
+    def async_api_pending(self, call_type: str, delta: int) -> None: ...
 
 
 class AsyncWriter:
@@ -48,8 +67,10 @@ class AsyncWriter:
         *,
         queue_size: int = 10000,
         submit_timeout: float = 10.0,
+        observer: AsyncCallObserver | None = None,
     ) -> None:
         self.api = api
+        self.observer = observer
         self.submit_timeout = submit_timeout
         n = max(1, workers)
         per = max(1, queue_size // n)
@@ -84,11 +105,17 @@ class AsyncWriter:
                 (self._queues[(start + i) % len(self._queues)] for i in range(len(self._queues))),
                 key=lambda x: x.qsize(),
             )
+        obs = self.observer  # reported only when observed from submit on (the pending gauge must balance)
+        call_type = CALL_TYPES.get(getattr(fn, "__name__", "")) if obs is not None else None
         with self._cond:
             self._pending += 1
+        if obs is not None and call_type is not None:
+            obs.async_api_pending(call_type, 1)
         try:
-            q.put((fn, args, kwargs, key), timeout=self.submit_timeout)
+            q.put((fn, args, kwargs, key, call_type), timeout=self.submit_timeout)
         except queue.Full:
+            if obs is not None and call_type is not None:
+                obs.async_api_pending(call_type, -1)
             self._done()
             self.dropped += 1
             log.error("api writer queue full, dropping write", fn=_name(fn), key=key, dropped=self.dropped)
@@ -151,8 +178,12 @@ class AsyncWriter:
             item = q.get()
             if item is None:
                 return
-            fn, args, kwargs, key = item
+            fn, args, kwargs, key, call_type = item
+            obs = self.observer
+            if obs is not None and call_type is not None:
+                obs.async_api_pending(call_type, -1)
             ok = False
+            start = time.perf_counter()
             try:
                 fn(*args, **kwargs)
                 ok = True
@@ -161,6 +192,8 @@ class AsyncWriter:
             except Exception as e:
                 log.exception("api write failed", fn=_name(fn), key=key, error=repr(e))
             finally:
+                if obs is not None and call_type is not None:
+                    obs.async_api_call(call_type, "success" if ok else "error", time.perf_counter() - start)
                 self._done(ok)
 
 

@@ -4,7 +4,10 @@ kube-scheduler and then pyscheduler each schedule the same workload (pods that f
 nowhere, a gated one, a preemption) with leader election on; both ``/metrics`` are scraped and compared
 family by family: every name kube-scheduler exposes must be exposed by pyscheduler or be one of the
 documented deliberate absences (``pyscheduler.metrics.DELIBERATE_ABSENCES``, docs/metrics.md), and a
-family both expose must carry the same label names and, for histograms, the same buckets.
+family both expose must carry the same label names and, for histograms, the same buckets. Both run with
+the same feature gates (kube's defaults, or ``PARITY_FEATURE_GATES``), so their kubernetes_feature_enabled
+rows must be equal; pyscheduler's asynchronous status patches and bindings must show as kube's API
+dispatcher's call types.
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ def kube_scheduler(cluster: LocalCluster, lease: str) -> Iterator[Callable[[], s
         f"--cert-dir={d}",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         "--v=1",
+        *_gates_flag(),
     ]
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
@@ -128,6 +132,13 @@ def kube_scheduler(cluster: LocalCluster, lease: str) -> Iterator[Callable[[], s
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
+
+
+def _gates_flag() -> list[str]:
+    """PARITY_FEATURE_GATES (e.g. ``SchedulerAsyncAPICalls=true``, which makes kube-scheduler show its API
+    dispatcher's figures): the same --feature-gates for both schedulers."""
+    gates = os.environ.get("PARITY_FEATURE_GATES")
+    return [f"--feature-gates={gates}"] if gates else []
 
 
 def _ensure_priority_classes(cluster: LocalCluster) -> None:
@@ -192,7 +203,7 @@ def _py_page(cluster: LocalCluster, ns: str) -> str:
         _config(f"parity-py-{ns}", None),
         leader_elect=True,
         env={"KUBECONFIG": str(cluster.kubeconfig)},
-        extra_args=(f"--kubeconfig={cluster.kubeconfig}", "--log-level=info"),
+        extra_args=(f"--kubeconfig={cluster.kubeconfig}", "--log-level=info", *_gates_flag()),
         name="parity-py",
     )
     sp.start()
@@ -266,6 +277,30 @@ def test_pyscheduler_exposes_kube_scheduler_metric_names_labels_and_buckets(
         if {float(b) for b in kube[n]["buckets"]} != {float(b) for b in py[n]["buckets"]}
     ]
     assert not wrong_buckets
+
+    # Both ran with 1.36's default gates: the same gates, stages and values.
+    assert feature_rows(pages["py"]) == feature_rows(pages["kube"])
+    # kube-scheduler shows its dispatcher's figures only with SchedulerAsyncAPICalls on (off by default);
+    # pyscheduler's status patches and bindings are always asynchronous, and always shown.
+    calls = py.get("scheduler_async_api_call_execution_total")
+    assert calls is not None, "no scheduler_async_api_call_execution_total after binding pods"
+    assert calls["values"]["call_type"] == {"pod_binding", "pod_status_patch"}
+    assert "success" in calls["values"]["result"]
+    assert py["scheduler_async_api_call_execution_duration_seconds"]["labels"] == {"call_type", "result"}
+    assert py["scheduler_pending_async_api_calls"]["values"]["call_type"] == {
+        "pod_binding",
+        "pod_status_patch",
+    }
+
+
+def feature_rows(text: str) -> dict[str, tuple[str, float]]:
+    """kubernetes_feature_enabled: gate -> (stage, value)."""
+    return {
+        s.labels["name"]: (s.labels["stage"], s.value)
+        for fam in text_string_to_metric_families(text)
+        if fam.name == "kubernetes_feature_enabled"
+        for s in fam.samples
+    }
 
 
 def _family_absence(name: str) -> bool:

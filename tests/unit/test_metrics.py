@@ -8,9 +8,10 @@ and that every metric kube-scheduler's own package defines is either ours or lis
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from prometheus_client import generate_latest
@@ -30,6 +31,7 @@ KUBE_METRICS = (
     Path.home() / f"go/pkg/mod/k8s.io/kubernetes@{KUBERNETES_VERSION}/pkg/scheduler/metrics/metrics.go"
 )
 VOLUME_METRICS = KUBE_METRICS.parent.parent / "framework/plugins/volumebinding/metrics/metrics.go"
+T = TypeVar("T")
 
 
 @dataclass
@@ -230,3 +232,209 @@ def test_docs_name_every_absence() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     missing = [n for n in (*DELIBERATE_ABSENCES, *NOT_YET_EXPOSED) if f"`{n}" not in doc]
     assert not missing, f"docs/metrics.md does not name {missing}"
+
+
+# ------------------------------------------------------------------------------------ feature gates
+
+
+def _feature_rows(m: SchedulerMetrics) -> dict[str, tuple[str, float]]:
+    return {labels["name"]: (labels["stage"], v) for labels, v in samples(m, "kubernetes_feature_enabled")}
+
+
+def test_kubernetes_feature_enabled_shows_every_gate_with_its_stage_and_value() -> None:
+    from pyscheduler.config import feature_gates
+
+    rows = _feature_rows(SchedulerMetrics(feature_gates=feature_gates.DEFAULT))
+    assert set(rows) == {*feature_gates.KNOWN, "AllAlpha", "AllBeta"}
+    # component-base's stage labels: GA is the empty string
+    assert rows["SchedulerAsyncPreemption"] == ("BETA", 1.0)
+    assert rows["GenericWorkload"] == ("ALPHA", 0.0)
+    assert rows["DynamicResourceAllocation"] == ("", 1.0)
+    assert rows["KMSv1"] == ("DEPRECATED", 0.0)
+    assert rows["AllAlpha"] == ("ALPHA", 0.0) and rows["AllBeta"] == ("BETA", 0.0)
+
+
+def test_kubernetes_feature_enabled_follows_the_feature_gates_flag() -> None:
+    from pyscheduler.config import feature_gates
+
+    m = SchedulerMetrics()  # reads the process's gates at each scrape, as set by --feature-gates
+    assert _feature_rows(m)["GangScheduling"] == ("ALPHA", 0.0)
+    with feature_gates.overridden("GenericWorkload=true,GangScheduling=true,SchedulerAsyncPreemption=false"):
+        rows = _feature_rows(m)
+        assert rows["GenericWorkload"] == ("ALPHA", 1.0)
+        assert rows["GangScheduling"] == ("ALPHA", 1.0)
+        assert rows["SchedulerAsyncPreemption"] == ("BETA", 0.0)
+    with feature_gates.overridden("AllBeta=false"):
+        rows = _feature_rows(m)
+        assert rows["AllBeta"] == ("BETA", 0.0)  # explicitly false
+        assert rows["SchedulerPopFromBackoffQ"] == ("BETA", 0.0)
+    with feature_gates.overridden("AllAlpha=true,WorkloadAwarePreemption=false"):
+        rows = _feature_rows(m)
+        assert rows["AllAlpha"] == ("ALPHA", 1.0) and rows["GenericWorkload"] == ("ALPHA", 1.0)
+
+
+# ------------------------------------------------------------------------------ async API calls
+
+
+class _StatusApi:
+    """What AsyncWriter runs: ``patch_pod_status`` fails for pods named ``bad``, waits on ``gate``."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def patch_pod_status(self, namespace: str, name: str, **kw: object) -> None:
+        self.gate.wait(10)
+        if name == "bad":
+            raise RuntimeError("boom")
+
+    def delete_pod(self, namespace: str, name: str, **kw: object) -> None:
+        return None
+
+
+def _series(m: SchedulerMetrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple(sorted(labels.items())): v for labels, v in samples(m, name)}
+
+
+def test_status_patches_of_the_async_writer_are_kubes_pod_status_patch_calls() -> None:
+    from pyscheduler.client.writer import AsyncWriter
+
+    m = SchedulerMetrics()
+    api = _StatusApi()
+    with AsyncWriter(api, workers=1, observer=m) as w:  # type: ignore[arg-type]
+        api.gate.clear()
+        for name in ("a", "b", "bad"):
+            w.submit(api.patch_pod_status, "ns", name, condition={"type": "PodScheduled"})
+        w.submit(api.delete_pod, "ns", "victim")  # a preemption delete: not one of kube's dispatcher calls
+        # one patch is in a worker's hands (blocked), the two others wait in the queue
+        assert eventually_value(lambda: _series(m, "scheduler_pending_async_api_calls")) == {
+            (("call_type", "pod_status_patch"),): 2.0
+        }
+        api.gate.set()
+        assert w.flush(10)
+    assert _series(m, "scheduler_async_api_call_execution_total") == {
+        (("call_type", "pod_status_patch"), ("result", "error")): 1.0,
+        (("call_type", "pod_status_patch"), ("result", "success")): 2.0,
+    }
+    assert _series(m, "scheduler_pending_async_api_calls") == {(("call_type", "pod_status_patch"),): 0.0}
+    counts = _series(m, "scheduler_async_api_call_execution_duration_seconds_count")
+    assert counts[(("call_type", "pod_status_patch"), ("result", "success"))] == 2.0
+    les = [lbl["le"] for lbl, _ in samples(m, "scheduler_async_api_call_execution_duration_seconds_bucket")]
+    assert (
+        les[:3] == ["0.001", "0.002", "0.004"] and "16.384" in les
+    )  # kube's ExponentialBuckets(0.001, 2, 15)
+
+
+def eventually_value(fn: Callable[[], T], timeout: float = 5.0) -> T:
+    """fn() once it stops changing for 50 ms (a worker thread is catching up)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    last = fn()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = fn()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+class _Reply:
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status, self.data, self.reason = status, body, ""
+        self.headers: dict[str, str] = {}
+
+    def release_conn(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class _Pool:
+    def __init__(self, *replies: _Reply) -> None:
+        self.replies = list(replies)
+
+    def request(self, method: str, url: str, **kw: object) -> _Reply:
+        return self.replies.pop(0)
+
+    def clear(self) -> None:
+        return None
+
+
+def test_binding_calls_are_kubes_pod_binding_calls() -> None:
+    from kubernetes import client as k8s_client
+
+    from pyscheduler.client.api import Api
+
+    conflict = (
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","code":409,"reason":"Conflict",'
+        b'"message":"pod p is already assigned to node \\"x\\""}'
+    )
+    pool = _Pool(_Reply(201, b"{}"), _Reply(201, b"{}"), _Reply(409, conflict))
+    api = Api(k8s_client.Configuration(host="https://api.example:6443"), pool=pool, qps=0)
+    m = SchedulerMetrics()
+    api.metrics_observer = m
+    pod = make_pod("p").obj()
+    assert api.bind(pod, "n1") is None and api.bind(pod, "n1") is None
+    assert api.bind(pod, "n1") is not None
+    assert _series(m, "scheduler_async_api_call_execution_total") == {
+        (("call_type", "pod_binding"), ("result", "error")): 1.0,
+        (("call_type", "pod_binding"), ("result", "success")): 2.0,
+    }
+
+
+def test_binding_cycles_waiting_for_a_binder_thread_are_pending_pod_binding_calls() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from typing import Any
+
+    from pyscheduler.app import build_app
+    from pyscheduler.config.load import parse_config
+    from pyscheduler.event_handlers import NodeHandler, PodHandler
+    from pyscheduler.plugins.registry import full_registry, plugin_extension_points
+
+    release = threading.Event()
+
+    class BlockingApi:
+        def bind(self, pod: Pod, node_name: str) -> None:
+            release.wait(10)
+
+        def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
+
+    class Null:
+        def submit(self, *a: Any, **k: Any) -> bool:
+            return True
+
+        def event(self, *a: Any, **k: Any) -> bool:
+            return True
+
+    reg = full_registry()
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+    app = build_app(cfg, reg, BlockingApi(), recorder=Null(), writer=Null())
+    app.scheduler._binders = ThreadPoolExecutor(max_workers=1)  # one binder thread instead of 64
+    NodeHandler(app).on_add(make_node("n1").capacity(cpu="8", memory="8Gi", pods=10).obj())
+    for i in range(3):
+        PodHandler(app).on_add(make_pod(f"p{i}").scheduler("py-scheduler").req(cpu="1").obj())
+    try:
+        for _ in range(3):
+            assert app.scheduler.schedule_one(1.0)
+        # one binding cycle holds the thread (its Binding call in flight), two wait for it
+        assert eventually_value(lambda: _series(app.metrics, "scheduler_pending_async_api_calls")) == {
+            (("call_type", "pod_binding"),): 2.0
+        }
+        release.set()
+        assert app.scheduler.drain_binds(10)
+        assert _series(app.metrics, "scheduler_pending_async_api_calls") == {
+            (("call_type", "pod_binding"),): 0.0
+        }
+    finally:
+        release.set()
+        app.scheduler.shutdown()

@@ -302,15 +302,21 @@ class VolumeBinding:
                 immediate += 1
         if immediate or not unbound_delay:
             return st, immediate
-        st.unbound_delay = [ClaimInfo.of(pvc) for pvc in unbound_delay]
-        wanted = {c.storage_class for c in st.unbound_delay}
-        by_class: dict[str, list[Candidate]] = {cls: [] for cls in wanted}
-        for pv in self.pv_cache.list_all(objects):
-            cls = pv_class(pv)
-            if cls in wanted:
-                by_class[cls].append(Candidate.of(pv))
-        for claim in st.unbound_delay:
-            st.candidates[claim.key] = CandidateIndex(claim_candidates(claim, by_class[claim.storage_class]))
+        try:  # kube finds these in Filter (FindPodVolumes): its errors are the "predicate" stage's
+            st.unbound_delay = [ClaimInfo.of(pvc) for pvc in unbound_delay]
+            wanted = {c.storage_class for c in st.unbound_delay}
+            by_class: dict[str, list[Candidate]] = {cls: [] for cls in wanted}
+            for pv in self.pv_cache.list_all(objects):
+                cls = pv_class(pv)
+                if cls in wanted:
+                    by_class[cls].append(Candidate.of(pv))
+            for claim in st.unbound_delay:
+                st.candidates[claim.key] = CandidateIndex(
+                    claim_candidates(claim, by_class[claim.storage_class])
+                )
+        except VolumeError:
+            self._stage_error("predicate")
+            raise
         for cls in wanted:
             st.classes[cls] = self._class_info(objects, cls) if cls else None
         return st, immediate
@@ -374,6 +380,7 @@ class VolumeBinding:
         try:
             pod_volumes, reasons = self._find_pod_volumes(st, node)
         except VolumeError as e:
+            self._stage_error("predicate")
             return Status.as_error(e, plugin=NAME)
         if reasons:
             return Status.unresolvable(*reasons, plugin=NAME)
@@ -475,25 +482,35 @@ class VolumeBinding:
             # no claims, or the pod was never filtered against this node
             st.all_bound = True
             return None
-        st.all_bound = self._assume_pod_volumes(pod, node_name, pod_volumes)
+        try:
+            st.all_bound = self._assume_pod_volumes(pod, node_name, pod_volumes)
+        except VolumeError as e:
+            self._stage_error("assume")
+            return Status.as_error(e, plugin=NAME)
         return None
 
     def _assume_pod_volumes(self, pod: Pod, node_name: str, pod_volumes: PodVolumes) -> bool:
+        """AssumePodVolumes; a VolumeError (a PV or claim changed or vanished since the cycle read it) reverts
+        what it had assumed."""
         objects = self._objects
         if self._are_pod_volumes_bound(objects, pod):
             return True
         new_bindings: list[tuple[JSONMap, JSONMap]] = []
-        for pvc, pv in pod_volumes.static_bindings:
-            new_pv, dirty = bind_volume_to_claim(pv, pvc)
-            if dirty:
-                self.pv_cache.assume(new_pv)
-            new_bindings.append((pvc, new_pv))
         new_provisions: list[JSONMap] = []
-        for pvc in pod_volumes.dynamic_provisions:
-            clone: dict[str, Any] = thaw(pvc)
-            clone.setdefault("metadata", {}).setdefault("annotations", {})[ANN_SELECTED_NODE] = node_name
-            self.pvc_cache.assume(clone)
-            new_provisions.append(clone)
+        try:
+            for pvc, pv in pod_volumes.static_bindings:
+                new_pv, dirty = bind_volume_to_claim(pv, pvc)
+                if dirty:
+                    self.pv_cache.assume(objects, new_pv)
+                new_bindings.append((pvc, new_pv))
+            for pvc in pod_volumes.dynamic_provisions:
+                clone: dict[str, Any] = thaw(pvc)
+                clone.setdefault("metadata", {}).setdefault("annotations", {})[ANN_SELECTED_NODE] = node_name
+                self.pvc_cache.assume(objects, clone)
+                new_provisions.append(clone)
+        except VolumeError:
+            self._revert(new_bindings, new_provisions)
+            raise
         pod_volumes.static_bindings = new_bindings
         pod_volumes.dynamic_provisions = new_provisions
         return False
@@ -549,8 +566,18 @@ class VolumeBinding:
                 done_provisions += 1
         except Exception as e:  # the API boundary: any failure fails the binding cycle
             self._revert(bindings[done_bindings:], provisions[done_provisions:])
+            self._stage_error("bind")
             return Status.as_error(e, plugin=NAME)
         return None
+
+    def _stage_error(self, operation: str) -> None:
+        """scheduler_volume_scheduling_stage_error_total{operation}: kube counts an error (not a rejection)
+        of its FindPodVolumes ("predicate"), AssumePodVolumes ("assume") and BindPodVolumes ("bind")."""
+        extra = getattr(self._handle, "extra", None)
+        metrics = extra.get("metrics") if isinstance(extra, Mapping) else None
+        record = getattr(metrics, "volume_scheduling_stage_error", None)
+        if record is not None:
+            record(operation)
 
     # -- events ------------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

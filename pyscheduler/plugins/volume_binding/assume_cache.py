@@ -6,12 +6,17 @@ from __future__ import annotations
 import threading
 
 from pyscheduler.framework.helpers.storage import (
+    PV,
+    PVC,
     JSONMap,
     name_of,
     namespace_of,
     rv_of,
 )
 from pyscheduler.framework.interfaces import ClusterObjects
+from pyscheduler.plugins.volume_binding.binding import NotFound, VolumeError
+
+_RESOURCES = {PV: "persistentvolumes", PVC: "persistentvolumeclaims"}
 
 
 class AssumeCache:
@@ -61,9 +66,19 @@ class AssumeCache:
                     out.append(real)
             return out
 
-    def assume(self, obj: JSONMap) -> None:
+    def assume(self, objects: ClusterObjects, obj: JSONMap) -> None:
+        """Overlay ``obj`` on the informer's copy. As kube's passive assume cache, refuse (VolumeError) when
+        the informer no longer has the object or has another version of it than ``obj`` was derived from
+        (it changed since the scheduling cycle read it)."""
+        namespace, name = namespace_of(obj), name_of(obj)
+        key = self.key(namespace, name)
+        real = objects.get(self.kind, namespace, name)
+        if real is None:
+            raise NotFound(_RESOURCES.get(self.kind, self.kind), key)
+        if rv_of(real) != rv_of(obj):
+            raise VolumeError(f'"{key}" is out of sync (stored: {rv_of(real)}, assume: {rv_of(obj)})')
         with self._lock:
-            self._assumed[self.key(namespace_of(obj), name_of(obj))] = obj
+            self._assumed[key] = obj
 
     def restore(self, namespace: str, name: str) -> None:
         with self._lock:
