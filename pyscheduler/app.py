@@ -150,7 +150,7 @@ class ApiStatusWriter:
         if status == "False" and pod.resource_version and self.latest is not None:
             self.writer.submit(self._unscheduled_condition, pod, cond, key=pod.key)
             return
-        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond)
+        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond, key=pod.key)
 
     def _unscheduled_condition(self, pod: Pod, cond: Mapping[str, Any]) -> None:
         """On a writer thread: PATCH the condition unless the pod is bound (see the class docstring)."""
@@ -174,7 +174,10 @@ class ApiStatusWriter:
         log.info("PodScheduled=False not written: the pod kept changing", pod=pod.key, resource_version=rv)
 
     def nominated_node(self, pod: Pod, node_name: str) -> None:
-        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name)
+        # keyed: a pod's writes go to one worker, in order (setting then clearing a nomination)
+        self.writer.submit(
+            self.api.patch_pod_status, pod.namespace, pod.name, nominated_node_name=node_name, key=pod.key
+        )
 
     def pod_group_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
