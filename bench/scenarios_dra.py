@@ -18,6 +18,8 @@ it makes a pod's claims from its templates and deallocates a claim once its last
                    device name -> condition types a stand-in driver (bench/differential/devicestatus.py)
                    reports True on a claim once the device is allocated to it: what a device's binding
                    conditions wait for in PreBind
+    plugin_config  the profile's ``pluginConfig`` for both schedulers (and the in-memory scores), e.g.
+                   a NodeResourcesFit scoring strategy that lists an extended resource
 
 Every device lives in the driver ``gpu.diff.example.com``; slices are named after their node. Nodes
 differ in CPU wherever two of them could take a pod, so that placements are not score ties and the
@@ -60,6 +62,7 @@ class DraScenario(Scenario):
     delete_before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     settle: float = 0.0
     device_conditions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    plugin_config: tuple[JSON, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- builders
@@ -310,6 +313,7 @@ def dra_scenario(
     delete_before: Mapping[str, Sequence[str]] | None = None,
     settle: float = 0.0,
     device_conditions: Mapping[str, Sequence[str]] | None = None,
+    plugin_config: Sequence[JSON] = (),
 ) -> DraScenario:
     return DraScenario(
         name=name,
@@ -323,6 +327,7 @@ def dra_scenario(
         delete_before={k: tuple(v) for k, v in (delete_before or {}).items()},
         settle=settle,
         device_conditions={k: tuple(v) for k, v in (device_conditions or {}).items()},
+        plugin_config=tuple(plugin_config),
     )
 
 
@@ -792,6 +797,75 @@ add(
             wants_extended(pod("p1", cpu="1"), 2),
             wants_extended(pod("p2", cpu="1"), 2),
             wants_extended(pod("p3", cpu="1"), 1),
+        ],
+    )
+)
+
+# Scoring them: a strategy that lists the resource counts, on a node whose allocatable lacks it, the
+# node's devices of the class and the allocated ones (kube's calculateDRAResourceTotals).
+FIT_MOST_ALLOCATED_GPU = {
+    "name": "NodeResourcesFit",
+    "args": {
+        "scoringStrategy": {
+            "type": "MostAllocated",
+            "resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 3}],
+        }
+    },
+}
+
+add(
+    dra_scenario(
+        "dra-extended-resource-scoring",
+        "MostAllocated over cpu and example.com/gpu: the node with fewer free devices first, then the other",
+        [node("n1", "8"), node("n2", "8"), node("n3", "8")],
+        [
+            device_class("gpu", f'{attr("model")} == "a"', extended=EXTENDED),
+            gpus("n1", 4, model="a"),
+            # the model "b" device is not of the class: n2 has two
+            resource_slice(
+                "n2-gpus",
+                device("gpu-0", {"model": "a"}),
+                device("gpu-1", {"model": "a"}),
+                device("other-0", {"model": "b"}),
+                node_name="n2",
+            ),
+        ],
+        pods=[
+            wants_extended(pod("p1", cpu="1"), 1),
+            wants_extended(pod("p2", cpu="1"), 1),
+            wants_extended(pod("p3", cpu="2"), 1),
+            wants_extended(pod("p4", cpu="1"), 2),
+            wants_extended(pod("p5", cpu="1"), 2),
+        ],
+        plugin_config=[FIT_MOST_ALLOCATED_GPU],
+    )
+)
+
+# BalancedAllocation over cpu and the resource. Its class has no selectors: kube-scheduler 1.36.3's
+# BalancedAllocation has no CEL cache and panics (nil pointer) on a class with selectors.
+BARE_CLASS = {
+    "apiVersion": API,
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"extendedResourceName": EXTENDED},
+}
+
+add(
+    dra_scenario(
+        "dra-extended-resource-balanced",
+        "BalancedAllocation over cpu and example.com/gpu counts the devices of the class (no selectors)",
+        [node("n1", "8"), node("n2", "8")],
+        [BARE_CLASS, gpus("n1", 4), gpus("n2", 2)],
+        pods=[
+            wants_extended(pod("p1", cpu="2"), 1),
+            wants_extended(pod("p2", cpu="1"), 1),
+            wants_extended(pod("p3", cpu="1"), 2),
+        ],
+        plugin_config=[
+            {
+                "name": "NodeResourcesBalancedAllocation",
+                "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 1}]},
+            }
         ],
     )
 )
