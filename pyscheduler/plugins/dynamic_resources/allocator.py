@@ -231,6 +231,28 @@ class _Counters:
                 into[c] = into.get(c, Fraction(0)) - v
 
 
+_ResultKey = tuple[str, str, str, str, int, str, str]
+
+
+class SelectorResults:
+    """Selector outcomes by (driver, pool, slice name, uid, resourceVersion, device, expression), kept across allocation
+    attempts: a device's attributes and capacity change only with its slice's resourceVersion, so a
+    selector's verdict on it holds until then (errors are not kept: they raise each time). Bounded: the
+    whole table is dropped when it reaches ``max_size``."""
+
+    def __init__(self, max_size: int = 200_000) -> None:
+        self._max = max_size
+        self._items: dict[_ResultKey, bool] = {}
+
+    def get(self, key: _ResultKey) -> bool | None:
+        return self._items.get(key)
+
+    def put(self, key: _ResultKey, value: bool) -> None:
+        if len(self._items) >= self._max:
+            self._items = {}
+        self._items[key] = value
+
+
 class Allocator:
     """One allocation attempt over the given state; ``allocate`` may be called once per node."""
 
@@ -241,14 +263,27 @@ class Allocator:
         allocated: set[DeviceID],
         cel_cache: SelectorCache,
         allocated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
+        index: SliceIndex | None = None,
+        selector_results: SelectorResults | None = None,
     ) -> None:
+        """``index``: a SliceIndex of ``slices`` kept from an earlier attempt (its pools per node are kept
+        too); ``selector_results``: selector outcomes kept across attempts (see SelectorResults)."""
         self.allocated_capacity = allocated_capacity or {}
-        self.classes = classes
+        self._classes = classes
+        self._class_cache: dict[str, DeviceClass | None] = {}
         self.slices = slices
-        self._index: SliceIndex | None = None
+        self._index = index
         self.allocated = allocated
         self.cel = cel_cache
         self._cel_devices: dict[DeviceID, Device] = {}
+        self._results = selector_results if selector_results is not None else SelectorResults()
+
+    def classes(self, name: str) -> DeviceClass | None:
+        """The DeviceClass, looked up once per attempt (every node's search asks again)."""
+        if name in self._class_cache:
+            return self._class_cache[name]
+        got = self._class_cache[name] = self._classes(name)
+        return got
 
     # ------------------------------------------------------------------------------ selectors
     def _cel_device(self, did: DeviceID, d: SliceDevice) -> Device:
@@ -258,16 +293,23 @@ class Allocator:
             self._cel_devices[did] = got
         return got
 
-    def _selectors_match(self, who: str, selectors: tuple[str, ...], dev: Device) -> bool:
+    def _selectors_match(
+        self, who: str, selectors: tuple[str, ...], did: DeviceID, dev: SliceDevice, s: ResourceSlice
+    ) -> bool:
         for i, expr in enumerate(selectors):
-            sel = self.cel.get(expr)
-            if sel.error is not None:
-                raise AllocationError(f"{who}: selector #{i}: CEL compile error: {sel.error}")
-            try:
-                if not sel.matches(dev):
-                    return False
-            except CELRuntimeError as e:
-                raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
+            key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version, dev.name, expr)
+            hit = self._results.get(key)
+            if hit is None:
+                sel = self.cel.get(expr)
+                if sel.error is not None:
+                    raise AllocationError(f"{who}: selector #{i}: CEL compile error: {sel.error}")
+                try:
+                    hit = sel.matches(self._cel_device(did, dev))
+                except CELRuntimeError as e:
+                    raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
+                self._results.put(key, hit)
+            if not hit:
+                return False
         return True
 
     # ------------------------------------------------------------------------------ allocate
@@ -363,10 +405,9 @@ class Allocator:
         hit = matches.get(key)
         if hit is not None:
             return hit
-        cdev = self._cel_device(did, dev)
-        ok = self._selectors_match(f"class {r.cls.name}", r.cls.selectors, cdev) and self._selectors_match(
-            f"claim {r.claim_key}", r.exact.selectors, cdev
-        )
+        ok = self._selectors_match(
+            f"class {r.cls.name}", r.cls.selectors, did, dev, s
+        ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
         if ok and s.per_device_node_selection:
             ok = device_matches_node(node_name, labels, s, dev)
         matches[key] = ok

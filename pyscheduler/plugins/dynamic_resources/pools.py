@@ -9,7 +9,7 @@ incubating allocator). ``SliceIndex`` indexes the slices of one allocation attem
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -116,7 +116,9 @@ class SliceIndex:
         # per pool: newest generation, and how many slices of it exist (over all nodes)
         self.generations: dict[tuple[str, str], tuple[int, int]] = {}
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-        for s in slices:
+        self._pools: dict[str, tuple[Mapping[str, str], list[Pool]]] = {}  # node -> (labels, pools)
+        self.slices = list(slices)
+        for s in self.slices:
             self.by_pool.setdefault((s.driver, s.pool), []).append(s)
             key = (s.driver, s.pool)
             gen, n = self.generations.get(key, (s.pool_generation, 0))
@@ -143,6 +145,16 @@ class SliceIndex:
         return sel is not None and sel.matches(labels, node_name)
 
     def pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        """The node's pools, sorted; kept per node for as long as the index is (and the node's labels
+        stay equal): callers only read them."""
+        hit = self._pools.get(node_name)
+        if hit is not None and (hit[0] is labels or hit[0] == labels):
+            return hit[1]
+        pools = self._gather(node_name, labels)
+        self._pools[node_name] = (labels, pools)
+        return pools
+
+    def _gather(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
         mine = list(self.by_node.get(node_name, ()))
         mine.extend(s for s, sel in self.shared if self._relevant(s, sel, node_name, labels))
@@ -174,3 +186,13 @@ class SliceIndex:
 
 def gather_pools(slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]) -> list[Pool]:
     return SliceIndex(slices).pools(node_name, labels)
+
+
+def same_slices(index: SliceIndex | None, slices: Sequence[ResourceSlice]) -> bool:
+    """Whether ``index`` was built from exactly these parsed slices (the same objects, in order): the
+    object store's parsed slices are kept per resourceVersion, so unchanged slices are the same objects."""
+    return (
+        index is not None
+        and len(index.slices) == len(slices)
+        and all(a is b for a, b in zip(index.slices, slices, strict=True))
+    )
