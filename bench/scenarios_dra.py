@@ -28,8 +28,7 @@ devices each claim gets can be compared (on one node the allocator's choice is d
 Beta features of 1.36 that are on by default (device taints, partitionable devices, consumable
 capacity, extended resources backed by DRA, binding conditions) have a scenario each. DeviceTaintRule
 objects (DRADeviceTaintRules) are beta but off by default in 1.36, and so have none. The filter timeout
-(DynamicResourcesArgs.filterTimeout) has none: scenarios run each side's default profile, and no
-allocation here comes near its 10 s default.
+(DynamicResourcesArgs.filterTimeout) is set to 1ns by ``plugin_config`` in one scenario.
 """
 
 from __future__ import annotations
@@ -867,6 +866,19 @@ add(
                 "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 1}]},
             }
         ],
+    )
+)
+
+# ---------------------------------------------------------------- the filter timeout (beta, on)
+
+add(
+    dra_scenario(
+        "dra-filter-timeout",
+        "filterTimeout 1ns: the allocator gives up on the node at once (an Error, retried with backoff)",
+        [node("n1", "8")],
+        [CLASS, gpus("n1", 2), claim("c1")],
+        pods=[claims(pod("p1", cpu="1"), "gpu=c1"), pod("p2", cpu="1")],
+        plugin_config=[{"name": "DynamicResources", "args": {"filterTimeout": "1ns"}}],
     )
 )
 

@@ -642,9 +642,11 @@ class _Search:
         return self.step(0, 0, None, 0)
 
     def _tick(self) -> None:
+        """kube looks at its context before every search step; the clock is read at the first step (so a
+        deadline already past fails at once, as in kube) and then every TIMEOUT_CHECK_EVERY steps."""
         if self.expired is not None:
             self.steps += 1
-            if self.steps % TIMEOUT_CHECK_EVERY == 0 and self.expired():
+            if self.steps % TIMEOUT_CHECK_EVERY == 1 and self.expired():
                 raise AllocationTimeout()
 
     def step(self, ci: int, ri: int, r: _Request | None, di: int) -> bool:
