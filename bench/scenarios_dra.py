@@ -14,14 +14,21 @@ it makes a pod's claims from its templates and deallocates a claim once its last
                    the controller has released their claims (deallocation)
     settle         how long a pod must stay unschedulable before it counts as pending (a pod whose
                    claim PostFilter deallocates is first unschedulable, then retried)
+    device_conditions
+                   device name -> condition types a stand-in driver (bench/differential/devicestatus.py)
+                   reports True on a claim once the device is allocated to it: what a device's binding
+                   conditions wait for in PreBind
+    plugin_config  the profile's ``pluginConfig`` for both schedulers (and the in-memory scores), e.g.
+                   a NodeResourcesFit scoring strategy that lists an extended resource
 
 Every device lives in the driver ``gpu.diff.example.com``; slices are named after their node. Nodes
 differ in CPU wherever two of them could take a pod, so that placements are not score ties and the
 devices each claim gets can be compared (on one node the allocator's choice is determined).
 
 Beta features of 1.36 that are on by default (device taints, partitionable devices, consumable
-capacity, extended resources backed by DRA) have a scenario each; binding conditions do not (a
-device's binding conditions need a driver to report them).
+capacity, extended resources backed by DRA, binding conditions) have a scenario each. DeviceTaintRule
+objects (DRADeviceTaintRules) are beta but off by default in 1.36, and so have none. The filter timeout
+(DynamicResourcesArgs.filterTimeout) is set to 1ns by ``plugin_config`` in one scenario.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ EXTENDED = "example.com/gpu"
 class DraScenario(Scenario):
     delete_before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     settle: float = 0.0
+    device_conditions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    plugin_config: tuple[JSON, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- builders
@@ -75,9 +84,12 @@ def device(
     taints: Sequence[tuple[str, str, str]] = (),
     consumes: Mapping[str, Mapping[str, str]] | None = None,
     multiple: bool = False,
+    binding: Sequence[str] = (),
+    binding_failure: Sequence[str] = (),
 ) -> JSON:
     """A device of a ResourceSlice; ``capacity`` values are quantities or full DeviceCapacity objects
-    (with a requestPolicy); ``taints`` are (key, value, effect); ``consumes`` is counter set -> counters."""
+    (with a requestPolicy); ``taints`` are (key, value, effect); ``consumes`` is counter set -> counters;
+    ``binding``/``binding_failure`` are its bindingConditions and bindingFailureConditions."""
     d: JSON = {"name": name}
     if attrs:
         d["attributes"] = {k: _attr(v) for k, v in attrs.items()}
@@ -92,6 +104,10 @@ def device(
         ]
     if multiple:
         d["allowMultipleAllocations"] = True
+    if binding:
+        d["bindingConditions"] = list(binding)
+    if binding_failure:
+        d["bindingFailureConditions"] = list(binding_failure)
     return d
 
 
@@ -295,6 +311,8 @@ def dra_scenario(
     namespace_labels: Mapping[str, str] | None = None,
     delete_before: Mapping[str, Sequence[str]] | None = None,
     settle: float = 0.0,
+    device_conditions: Mapping[str, Sequence[str]] | None = None,
+    plugin_config: Sequence[JSON] = (),
 ) -> DraScenario:
     return DraScenario(
         name=name,
@@ -307,6 +325,8 @@ def dra_scenario(
         namespace_labels=dict(namespace_labels or {}),
         delete_before={k: tuple(v) for k, v in (delete_before or {}).items()},
         settle=settle,
+        device_conditions={k: tuple(v) for k, v in (device_conditions or {}).items()},
+        plugin_config=tuple(plugin_config),
     )
 
 
@@ -582,6 +602,96 @@ add(
     )
 )
 
+add(
+    dra_scenario(
+        "dra-device-taints-noexecute",
+        "NoExecute and NoSchedule device taints: tolerations by key, value, effect and operator Exists",
+        [node("n1", "8"), node("n2", "6"), node("n3", "4")],
+        [
+            CLASS,
+            resource_slice(
+                "n1-gpus", device("gpu-0", taints=[("broken", "yes", "NoExecute")]), node_name="n1"
+            ),
+            resource_slice(
+                "n2-gpus", device("gpu-0", taints=[("maintenance", "true", "NoSchedule")]), node_name="n2"
+            ),
+            # a NoSchedule toleration does not cover a NoExecute taint; a wrong value tolerates nothing
+            claim(
+                "no-schedule-only",
+                exactly(
+                    "gpu",
+                    tolerations=[
+                        tol("broken", "yes", effect="NoSchedule"),
+                        tol("maintenance", "false", effect="NoSchedule"),
+                    ],
+                ),
+            ),
+            # Exists on the key, any effect (tolerationSeconds is for eviction, not allocation)
+            claim("broken-ok", exactly("gpu", tolerations=[tol("broken", seconds=60)])),
+            claim(
+                "maintenance-ok",
+                exactly("gpu", tolerations=[tol("maintenance", "true", effect="NoSchedule")]),
+            ),
+            # tolerates every taint: but both devices are taken
+            claim("anything", exactly("gpu", tolerations=[tol(operator="Exists")])),
+        ],
+        pods=[
+            claims(pod("p1", cpu="1"), "gpu=no-schedule-only"),
+            claims(pod("p2", cpu="1"), "gpu=broken-ok"),
+            claims(pod("p3", cpu="1"), "gpu=maintenance-ok"),
+            claims(pod("p4", cpu="1"), "gpu=anything"),
+        ],
+    )
+)
+
+# ---------------------------------------------------------------- binding conditions (beta, on in 1.36)
+
+# n1 has two pools: "n1-a" (its device waits for "attached"; by pool name it would come first) and
+# "n1-b" (a plain device). Pools with binding conditions are tried last.
+ATTACH = [
+    CLASS,
+    resource_slice(
+        "n1-a",
+        device("attach-0", binding=["attached"], binding_failure=["attach-failed"]),
+        node_name="n1",
+        pool="n1-a",
+    ),
+    resource_slice("n1-b", device("plain-0"), node_name="n1", pool="n1-b"),
+]
+
+add(
+    dra_scenario(
+        "dra-binding-conditions",
+        "the plain device before the one with binding conditions; then PreBind waits for 'attached'",
+        [node("n1", "8"), node("n2", "4")],
+        [*ATTACH, claim("c1"), claim("c2"), claim("c3")],
+        pods=[
+            claims(pod("p1", cpu="1"), "gpu=c1"),
+            claims(pod("p2", cpu="1"), "gpu=c2"),
+            claims(pod("p3", cpu="1"), "gpu=c3"),
+        ],
+        device_conditions={"attach-0": ["attached"]},
+    )
+)
+
+add(
+    dra_scenario(
+        "dra-binding-conditions-unmet",
+        "a device whose binding condition is never reported: the pod waits in PreBind, never bound",
+        [node("n1", "8"), node("n2", "4")],
+        [
+            CLASS,
+            resource_slice(
+                "n1-gpus",
+                device("attach-0", binding=["attached"], binding_failure=["attach-failed"]),
+                node_name="n1",
+            ),
+            template("one-gpu"),
+        ],
+        pods=[claims(pod("p1", cpu="1"), "gpu@one-gpu")],
+    )
+)
+
 # ---------------------------------------------------------------- partitionable devices (beta, on in 1.36)
 
 PARTS = [
@@ -687,6 +797,88 @@ add(
             wants_extended(pod("p2", cpu="1"), 2),
             wants_extended(pod("p3", cpu="1"), 1),
         ],
+    )
+)
+
+# Scoring them: a strategy that lists the resource counts, on a node whose allocatable lacks it, the
+# node's devices of the class and the allocated ones (kube's calculateDRAResourceTotals).
+FIT_MOST_ALLOCATED_GPU = {
+    "name": "NodeResourcesFit",
+    "args": {
+        "scoringStrategy": {
+            "type": "MostAllocated",
+            "resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 3}],
+        }
+    },
+}
+
+add(
+    dra_scenario(
+        "dra-extended-resource-scoring",
+        "MostAllocated over cpu and example.com/gpu: the node with fewer free devices first, then the other",
+        [node("n1", "8"), node("n2", "8"), node("n3", "8")],
+        [
+            device_class("gpu", f'{attr("model")} == "a"', extended=EXTENDED),
+            gpus("n1", 4, model="a"),
+            # the model "b" device is not of the class: n2 has two
+            resource_slice(
+                "n2-gpus",
+                device("gpu-0", {"model": "a"}),
+                device("gpu-1", {"model": "a"}),
+                device("other-0", {"model": "b"}),
+                node_name="n2",
+            ),
+        ],
+        pods=[
+            wants_extended(pod("p1", cpu="1"), 1),
+            wants_extended(pod("p2", cpu="1"), 1),
+            wants_extended(pod("p3", cpu="2"), 1),
+            wants_extended(pod("p4", cpu="1"), 2),
+            wants_extended(pod("p5", cpu="1"), 2),
+        ],
+        plugin_config=[FIT_MOST_ALLOCATED_GPU],
+    )
+)
+
+# BalancedAllocation over cpu and the resource. Its class has no selectors: kube-scheduler 1.36.3's
+# BalancedAllocation has no CEL cache and panics (nil pointer) on a class with selectors.
+BARE_CLASS = {
+    "apiVersion": API,
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"extendedResourceName": EXTENDED},
+}
+
+add(
+    dra_scenario(
+        "dra-extended-resource-balanced",
+        "BalancedAllocation over cpu and example.com/gpu counts the devices of the class (no selectors)",
+        [node("n1", "8"), node("n2", "8")],
+        [BARE_CLASS, gpus("n1", 4), gpus("n2", 2)],
+        pods=[
+            wants_extended(pod("p1", cpu="2"), 1),
+            wants_extended(pod("p2", cpu="1"), 1),
+            wants_extended(pod("p3", cpu="1"), 2),
+        ],
+        plugin_config=[
+            {
+                "name": "NodeResourcesBalancedAllocation",
+                "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 1}]},
+            }
+        ],
+    )
+)
+
+# ---------------------------------------------------------------- the filter timeout (beta, on)
+
+add(
+    dra_scenario(
+        "dra-filter-timeout",
+        "filterTimeout 1ns: the allocator gives up on the node at once (an Error, retried with backoff)",
+        [node("n1", "8")],
+        [CLASS, gpus("n1", 2), claim("c1")],
+        pods=[claims(pod("p1", cpu="1"), "gpu=c1"), pod("p2", cpu="1")],
+        plugin_config=[{"name": "DynamicResources", "args": {"filterTimeout": "1ns"}}],
     )
 )
 

@@ -26,13 +26,17 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def allocated_devices(claim: Mapping[str, Any]) -> list[str]:
     """A ResourceClaim's allocation as "request driver/pool/device" strings (sorted), with " admin" for
-    admin access and the consumed capacity (consumable capacity); the shareID is a random UID, left out."""
+    admin access, the binding (failure) conditions the device carried and the consumed capacity
+    (consumable capacity); the shareID is a random UID, left out."""
     alloc = (claim.get("status") or {}).get("allocation") or {}
     out = []
     for r in (alloc.get("devices") or {}).get("results") or ():
         text = f"{r.get('request')} {r.get('driver')}/{r.get('pool')}/{r.get('device')}"
         if r.get("adminAccess"):
             text += " admin"
+        if r.get("bindingConditions") or r.get("bindingFailureConditions"):
+            text += " binding=" + ",".join(r.get("bindingConditions") or ())
+            text += " failure=" + ",".join(r.get("bindingFailureConditions") or ())
         consumed = r.get("consumedCapacity") or {}
         if consumed:
             text += " " + ",".join(f"{k}={v}" for k, v in sorted(consumed.items()))

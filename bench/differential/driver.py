@@ -109,7 +109,9 @@ class Differential:
                 self.controllers.start()
             passes: list[Pass] = []
             for cls in (KubeScheduler,) if self.kube_only else (KubeScheduler, PyScheduler):
-                sched = cls(self.cluster, self.workdir, feature_gates_for(sc))
+                sched = cls(
+                    self.cluster, self.workdir, feature_gates_for(sc), getattr(sc, "plugin_config", ())
+                )
                 try:
                     passes.append(runner.run_pass(sched, passes[0] if passes else None))
                 except Exception as e:

@@ -4,7 +4,9 @@ cluster state kube-scheduler saw just before a pod was created."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bench.differential.common import JSON, SCHEDULER_NAME
 from bench.differential.records import Evaluation
@@ -15,7 +17,6 @@ class Evaluator:
     """pyscheduler's framework, built from the same profile, run over a listed cluster state."""
 
     def __init__(self) -> None:
-        from pyscheduler.config.load import parse_config
         from pyscheduler.plugins.registry import full_registry, plugin_extension_points
 
         self.registry = full_registry()
@@ -24,7 +25,20 @@ class Evaluator:
             spec = self.registry.get(name)
             return plugin_extension_points(spec) if spec else set()
 
-        self.config = parse_config(configuration(None), self.registry, points)
+        self._points = points
+        self._configs: dict[str, Any] = {}
+        self.config = self.config_for(())
+
+    def config_for(self, plugin_config: Sequence[JSON]) -> Any:
+        """The parsed configuration with a scenario's pluginConfig (parsed once per distinct one)."""
+        from pyscheduler.config.load import parse_config
+
+        key = json.dumps(list(plugin_config), sort_keys=True)
+        got = self._configs.get(key)
+        if got is None:
+            got = parse_config(configuration(None, plugin_config), self.registry, self._points)
+            self._configs[key] = got
+        return got
 
     def evaluate(
         self,
@@ -32,6 +46,7 @@ class Evaluator:
         pods: Sequence[JSON],
         objects: Mapping[str, Sequence[JSON]],
         pod_json: JSON,
+        plugin_config: Sequence[JSON] = (),
     ) -> Evaluation:
         from pyscheduler.app import build_frameworks
         from pyscheduler.backend.claims import ClaimTracker
@@ -72,7 +87,8 @@ class Evaluator:
                 clock=RealClock(),
                 extra={"claims": claims},
             )
-            fwk = build_frameworks(self.config, self.registry, handle, None)[SCHEDULER_NAME]
+            config = self.config_for(plugin_config)
+            fwk = build_frameworks(config, self.registry, handle, None)[SCHEDULER_NAME]
             pod = Pod.from_dict(copy.deepcopy(pod_json))
             state = CycleState()
             all_nodes = list(snap.list())

@@ -37,7 +37,9 @@ def judge(sc: Scenario, kube: Pass, py: Pass, evaluator: Evaluator) -> list[PodR
         kr = kube.pods[i]
         ev = None
         if k.bound or q.bound:
-            ev = evaluator.evaluate(kr.pre_nodes, kr.pre_pods, kr.pre_objects, kr.admitted)
+            ev = evaluator.evaluate(
+                kr.pre_nodes, kr.pre_pods, kr.pre_objects, kr.admitted, getattr(sc, "plugin_config", ())
+            )
         out.append(judge_one(sc.name, name_of(p), k, q, ev, kube.scores.get(object_key(kr.admitted))))
     return out
 

@@ -24,6 +24,7 @@ from bench.differential.common import (
     SCHEDULER_NAME,
     RunError,
 )
+from bench.differential.devicestatus import DeviceStatusReporter
 from bench.differential.records import Outcome
 from bench.differential.schedulers import KubeScheduler, PyScheduler
 from bench.scenarios import Scenario
@@ -341,8 +342,12 @@ class ScenarioRunner:
     def run_pass(self, scheduler: KubeScheduler | PyScheduler, reference: Pass | None) -> Pass:
         result = Pass()
         self.setup()
+        reporter = DeviceStatusReporter(
+            self.api, self.sc.namespace, getattr(self.sc, "device_conditions", {})
+        )
         scheduler.start()
         try:
+            reporter.start()
             for p in self.sc.batch:
                 ns, name = namespace_of(self._fill(p)), name_of(p)
                 result.batch[name] = self.await_decision(ns, name, may_preempt=True)
@@ -369,6 +374,7 @@ class ScenarioRunner:
                 if reference is not None and result.pods[-1].post != reference.pods[i].post:
                     self.reconcile(reference.pods[i].post)
         finally:
+            reporter.stop()
             scheduler.stop()
         if isinstance(scheduler, KubeScheduler):
             result.scores = scheduler.scores()

@@ -45,11 +45,15 @@ def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def configuration(kubeconfig: Path | None) -> JSON:
+def configuration(kubeconfig: Path | None, plugin_config: Sequence[JSON] = ()) -> JSON:
+    """Both schedulers' configuration: the one profile, with a scenario's ``pluginConfig`` (plugin args)."""
+    profile = copy.deepcopy(PROFILE)
+    if plugin_config:
+        profile["pluginConfig"] = copy.deepcopy(list(plugin_config))
     cfg: JSON = {
         "apiVersion": API_VERSION,
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [copy.deepcopy(PROFILE)],
+        "profiles": [profile],
     }
     if kubeconfig is not None:
         cfg["clientConnection"] = {"kubeconfig": str(kubeconfig)}
@@ -63,12 +67,18 @@ class KubeScheduler:
 
     label = "kube"
 
-    def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        workdir: Path,
+        feature_gates: str = "",
+        plugin_config: Sequence[JSON] = (),
+    ) -> None:
         self.cluster = cluster
         self.feature_gates = feature_gates
         self.dir = Path(tempfile.mkdtemp(prefix="kube-scheduler-", dir=workdir))
         self.config_path = self.dir / "config.yaml"
-        self.config_path.write_text(json.dumps(configuration(cluster.kubeconfig), indent=1))
+        self.config_path.write_text(json.dumps(configuration(cluster.kubeconfig, plugin_config), indent=1))
         self.log_path = self.dir / "kube-scheduler.log"
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -152,9 +162,15 @@ class PyScheduler:
     # (pyscheduler.parallel.FORCE_ENV) so that path is what the run compares
     parallelism: int | None = None
 
-    def __init__(self, cluster: LocalCluster, workdir: Path, feature_gates: str = "") -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        workdir: Path,
+        feature_gates: str = "",
+        plugin_config: Sequence[JSON] = (),
+    ) -> None:
         gates = (f"--feature-gates={feature_gates}",) if feature_gates else ()
-        config = configuration(None)
+        config = configuration(None, plugin_config)
         env: dict[str, str] = {}
         if self.parallelism is not None:
             config["parallelism"] = self.parallelism

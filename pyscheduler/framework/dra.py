@@ -654,3 +654,34 @@ def extended_resource_class(classes: Iterable[Mapping[str, Any]], resource: str)
             if best is None or ts > best[0] or (ts == best[0] and name < best[1]):
                 best = (ts, name)
     return best[1] if best is not None else None
+
+
+# ------------------------------------------------------------------------------------ scoring extended resources
+# kube's NodeResourcesFit and NodeResourcesBalancedAllocation score an extended resource that a DeviceClass
+# backs (DRAExtendedResource) on a node whose allocatable lacks it by counting the node's devices of that
+# class (capacity) and those allocated. Counting needs the class's CEL selectors, which live with
+# DynamicResources: its factory offers this service in ``handle.extra[EXTENDED_SCORES_KEY]``.
+
+EXTENDED_SCORES_KEY = "dra_extended_scores"
+
+
+class ExtendedResourceTotals(Protocol):
+    """One scoring cycle's view: (devices of the resource's class on the node, how many are allocated);
+    (0, 0) when no class backs the resource or counting failed (a bad selector)."""
+
+    def totals(self, node_name: str, labels: Mapping[str, str], resource: str) -> tuple[int, int]: ...
+
+
+class ExtendedResourceScores(Protocol):
+    def prepare(self, resources: Iterable[str]) -> ExtendedResourceTotals | None:
+        """The totals for this cycle, or None when no DeviceClass backs any of ``resources`` (kube's
+        getDRAPreScoredParams: no DRA data is gathered then)."""
+        ...
+
+
+def dra_extended_totals(handle: Any, resources: Iterable[str]) -> ExtendedResourceTotals | None:
+    """This cycle's device counts for ``resources`` from the handle's ExtendedResourceScores, or None
+    when there is none (DynamicResources not in the profile) or no DeviceClass backs any of them."""
+    extra = getattr(handle, "extra", None)
+    scores = extra.get(EXTENDED_SCORES_KEY) if isinstance(extra, Mapping) else None
+    return scores.prepare(resources) if scores is not None else None

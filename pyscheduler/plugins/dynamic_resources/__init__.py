@@ -30,7 +30,9 @@ Extension points (kube's order and words):
 
 Extended resources backed by DRA (DRAExtendedResource): see ``extended``; the pod's special claim is
 allocated with its other claims, created in PreBind, deleted by Unreserve after a failed binding and by
-PostFilter when an earlier cycle left one ("deletion of ResourceClaim completed").
+PostFilter when an earlier cycle left one ("deletion of ResourceClaim completed"). The factory also
+offers ``extended_scores.ExtendedScores`` in ``handle.extra`` (framework.dra.EXTENDED_SCORES_KEY): the
+device counts by which NodeResourcesFit and BalancedAllocation score such resources.
 
 Args (DynamicResourcesArgs): ``filterTimeout`` (default 10s, 0 = none), ``bindingTimeout`` (default 600s).
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyscheduler.framework.dra import EXTENDED_SCORES_KEY
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
@@ -53,6 +56,7 @@ from pyscheduler.plugins.dynamic_resources.common import (
     NAME,
     Deps,
 )
+from pyscheduler.plugins.dynamic_resources.extended_scores import ExtendedScores
 from pyscheduler.plugins.dynamic_resources.filtering import Filtering
 from pyscheduler.plugins.dynamic_resources.hints import Hints
 from pyscheduler.plugins.dynamic_resources.scoring import Scoring
@@ -112,7 +116,13 @@ def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
     deps = Deps(
         claims=claims if claims is not None else _MissingClaimCache(), writer=extra.get("claim_writer")
     )
-    return DynamicResources(args or DynamicResourcesArgs(), handle, deps)
+    plugin = DynamicResources(args or DynamicResourcesArgs(), handle, deps)
+    if plugin.extended_resources and isinstance(getattr(handle, "extra", None), dict):
+        # NodeResourcesFit and BalancedAllocation score DRA-backed extended resources through this
+        handle.extra.setdefault(  # type: ignore[attr-defined]
+            EXTENDED_SCORES_KEY, ExtendedScores(handle, deps.claims, plugin.resources, plugin.cel)
+        )
+    return plugin
 
 
 PLUGIN = PluginSpec(

@@ -36,7 +36,7 @@ are per-claim problems and never crash the caller.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -44,189 +44,43 @@ from typing import Any
 from pyscheduler.framework.dra import (
     ALLOCATION_MODE_ALL,
     DeviceClass,
+    DeviceConstraint,
     ExactRequest,
     ResourceClaim,
     ResourceSlice,
 )
 from pyscheduler.framework.dra import Device as SliceDevice
-from pyscheduler.framework.selectors import NodeSelector, SelectorError
 from pyscheduler.plugins.dynamic_resources import capacity
 from pyscheduler.plugins.dynamic_resources.cel import CELRuntimeError, Device, SelectorCache
+from pyscheduler.plugins.dynamic_resources.errors import (
+    AllocationError,
+    AllocationTimeout,
+    NodeAllocationError,
+)
+from pyscheduler.plugins.dynamic_resources.pools import (
+    Pool,
+    SliceIndex,
+    device_matches_node,
+    gather_pools,
+    node_matches,
+)
+
+__all__ = [
+    "AllocationError",
+    "AllocationTimeout",
+    "Allocator",
+    "NodeAllocationError",
+    "Pool",
+    "SliceIndex",
+    "device_matches_node",
+    "gather_pools",
+    "node_matches",
+    "taint_prevents_allocation",
+]
 
 DeviceID = tuple[str, str, str]
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
-
-
-class AllocationError(Exception):
-    """The claims cannot be allocated anywhere for a reason that is not about this node's devices."""
-
-
-class NodeAllocationError(AllocationError):
-    """Allocation failed on this node only (kube's ErrFailedAllocationOnNode): other nodes may still do."""
-
-
-class AllocationTimeout(Exception):
-    """The search ran past the filter timeout (DynamicResourcesArgs.filterTimeout)."""
-
-
 TIMEOUT_CHECK_EVERY = 64  # search steps between two looks at the clock
-
-
-@dataclass(slots=True)
-class Pool:
-    driver: str
-    name: str
-    slices: list[ResourceSlice] = field(default_factory=list)  # the slices with devices for the node
-    incomplete: bool = False
-    invalid: str = ""
-    # DRAPartitionableDevices: counter sets by name, and the pool's device slices for other nodes (their
-    # allocated devices consume counters too)
-    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
-    other_slices: list[ResourceSlice] = field(default_factory=list)
-    has_binding_conditions: bool = False
-
-
-def node_matches(node_name: str, labels: Mapping[str, str], s: ResourceSlice) -> bool:
-    if s.node_name:
-        return s.node_name == node_name
-    if s.all_nodes:
-        return True
-    if s.node_selector is not None:
-        return _parse_selector(s).matches(labels, node_name)
-    return False
-
-
-def _parse_selector(s: ResourceSlice) -> NodeSelector:
-    try:
-        return NodeSelector.parse(s.node_selector or {}, "spec.nodeSelector")
-    except SelectorError as e:
-        raise AllocationError(f"failed to perform node selection for slice {s.meta.name}: {e}") from None
-
-
-def device_matches_node(node_name: str, labels: Mapping[str, str], s: ResourceSlice, d: SliceDevice) -> bool:
-    """For a slice with perDeviceNodeSelection: whether this device is reachable from the node."""
-    if d.node_name:
-        return d.node_name == node_name
-    if d.all_nodes:
-        return True
-    if d.node_selector is not None:
-        try:
-            return NodeSelector.parse(d.node_selector, "nodeSelector").matches(labels, node_name)
-        except SelectorError as e:
-            raise AllocationError(
-                f"failed to perform node selection for device {d.name} in slice {s.meta.name}: {e}"
-            ) from None
-    return False
-
-
-def _build_pool(
-    driver: str, name: str, found: list[ResourceSlice], every: list[ResourceSlice] | None
-) -> Pool:
-    """kube's buildPool: device slices (sorted by name) with unique device names, counter sets from the
-    slices that carry them, every counter a device consumes declared in its set."""
-    found.sort(key=lambda s: s.meta.name)
-    device_slices = [s for s in found if not s.shared_counters]
-    pool = Pool(driver, name, device_slices)
-    names: set[str] = set()
-    for s in device_slices:
-        for d in s.devices:
-            if d.name in names:
-                pool.invalid = f"duplicate device name {d.name}"
-                return pool
-            names.add(d.name)
-            pool.has_binding_conditions |= bool(d.binding_conditions)
-    for s in found:
-        for set_name, counters in s.shared_counters:
-            if set_name in pool.counter_sets:
-                pool.invalid = f"duplicate counter set name {set_name}"
-                return pool
-            pool.counter_sets[set_name] = dict(counters)
-    if every is not None:
-        seen = {s.meta.name for s in found}
-        pool.other_slices = [s for s in every if s.meta.name not in seen and not s.shared_counters]
-    for s in (*device_slices, *pool.other_slices):
-        for d in s.devices:
-            for set_name, counters in d.consumes_counters:
-                cs = pool.counter_sets.get(set_name)
-                if cs is None:
-                    pool.invalid = f"counter set {set_name} not found"
-                    return pool
-                for counter in counters:
-                    if counter not in cs:
-                        pool.invalid = f"counter {counter} not found in counter set {set_name}"
-                        return pool
-    return pool
-
-
-class SliceIndex:
-    """The slices of one allocation attempt, indexed once so that gathering a node's pools looks only at
-    that node's slices and the node-independent ones (not at every slice of the cluster per node)."""
-
-    def __init__(self, slices: Iterable[ResourceSlice]) -> None:
-        self.by_node: dict[str, list[ResourceSlice]] = {}
-        # allNodes / nodeSelector / counter sets / per-device node selection
-        self.shared: list[tuple[ResourceSlice, NodeSelector | None]] = []
-        # per pool: newest generation, and how many slices of it exist (over all nodes)
-        self.generations: dict[tuple[str, str], tuple[int, int]] = {}
-        self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-        for s in slices:
-            self.by_pool.setdefault((s.driver, s.pool), []).append(s)
-            key = (s.driver, s.pool)
-            gen, n = self.generations.get(key, (s.pool_generation, 0))
-            if s.pool_generation > gen:
-                gen, n = s.pool_generation, 0
-            if s.pool_generation == gen:
-                n += 1
-            self.generations[key] = (gen, n)
-            if s.node_name and not s.shared_counters:
-                self.by_node.setdefault(s.node_name, []).append(s)
-            elif s.all_nodes or s.shared_counters or s.per_device_node_selection:
-                self.shared.append((s, None))
-            elif s.node_selector is not None:
-                self.shared.append((s, _parse_selector(s)))
-            # a slice with no node selection at all is some future extension: left out, as kube does
-
-    def _relevant(
-        self, s: ResourceSlice, sel: NodeSelector | None, node_name: str, labels: Mapping[str, str]
-    ) -> bool:
-        if s.shared_counters or s.all_nodes:
-            return True  # counter sets are needed to use a pool wherever its devices are
-        if s.per_device_node_selection:
-            return any(device_matches_node(node_name, labels, s, d) for d in s.devices)
-        return sel is not None and sel.matches(labels, node_name)
-
-    def pools(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-        by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-        mine = list(self.by_node.get(node_name, ()))
-        mine.extend(s for s, sel in self.shared if self._relevant(s, sel, node_name, labels))
-        for s in mine:
-            key = (s.driver, s.pool)
-            have = by_pool.get(key)
-            if not have or s.pool_generation > have[0].pool_generation:
-                by_pool[key] = [s]
-            elif s.pool_generation == have[0].pool_generation:
-                have.append(s)
-        pools = []
-        for (driver, name), found in by_pool.items():
-            gen, want = found[0].pool_generation, found[0].pool_slice_count
-            every = None
-            if len(found) != want:
-                # Other slices of the pool may target other nodes: count all of this generation.
-                newest, count = self.generations[(driver, name)]
-                if newest > gen:
-                    continue  # obsolete: a newer generation is being published
-                if count != want:
-                    pools.append(Pool(driver, name, incomplete=True))
-                    continue
-                every = [s for s in self.by_pool[(driver, name)] if s.pool_generation == gen]
-            pools.append(_build_pool(driver, name, found, every))
-        # pools whose devices have binding conditions come last: devices usable at once are preferred
-        pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
-        return pools
-
-
-def gather_pools(slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-    return SliceIndex(slices).pools(node_name, labels)
 
 
 @dataclass(slots=True)
@@ -377,6 +231,28 @@ class _Counters:
                 into[c] = into.get(c, Fraction(0)) - v
 
 
+_ResultKey = tuple[str, str, str, str, int, str, str]
+
+
+class SelectorResults:
+    """Selector outcomes by (driver, pool, slice name, uid, resourceVersion, device, expression), kept across allocation
+    attempts: a device's attributes and capacity change only with its slice's resourceVersion, so a
+    selector's verdict on it holds until then (errors are not kept: they raise each time). Bounded: the
+    whole table is dropped when it reaches ``max_size``."""
+
+    def __init__(self, max_size: int = 200_000) -> None:
+        self._max = max_size
+        self._items: dict[_ResultKey, bool] = {}
+
+    def get(self, key: _ResultKey) -> bool | None:
+        return self._items.get(key)
+
+    def put(self, key: _ResultKey, value: bool) -> None:
+        if len(self._items) >= self._max:
+            self._items = {}
+        self._items[key] = value
+
+
 class Allocator:
     """One allocation attempt over the given state; ``allocate`` may be called once per node."""
 
@@ -387,14 +263,27 @@ class Allocator:
         allocated: set[DeviceID],
         cel_cache: SelectorCache,
         allocated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
+        index: SliceIndex | None = None,
+        selector_results: SelectorResults | None = None,
     ) -> None:
+        """``index``: a SliceIndex of ``slices`` kept from an earlier attempt (its pools per node are kept
+        too); ``selector_results``: selector outcomes kept across attempts (see SelectorResults)."""
         self.allocated_capacity = allocated_capacity or {}
-        self.classes = classes
+        self._classes = classes
+        self._class_cache: dict[str, DeviceClass | None] = {}
         self.slices = slices
-        self._index: SliceIndex | None = None
+        self._index = index
         self.allocated = allocated
         self.cel = cel_cache
         self._cel_devices: dict[DeviceID, Device] = {}
+        self._results = selector_results if selector_results is not None else SelectorResults()
+
+    def classes(self, name: str) -> DeviceClass | None:
+        """The DeviceClass, looked up once per attempt (every node's search asks again)."""
+        if name in self._class_cache:
+            return self._class_cache[name]
+        got = self._class_cache[name] = self._classes(name)
+        return got
 
     # ------------------------------------------------------------------------------ selectors
     def _cel_device(self, did: DeviceID, d: SliceDevice) -> Device:
@@ -404,20 +293,27 @@ class Allocator:
             self._cel_devices[did] = got
         return got
 
-    def _selectors_match(self, who: str, selectors: tuple[str, ...], dev: Device) -> bool:
+    def _selectors_match(
+        self, who: str, selectors: tuple[str, ...], did: DeviceID, dev: SliceDevice, s: ResourceSlice
+    ) -> bool:
         for i, expr in enumerate(selectors):
-            sel = self.cel.get(expr)
-            if sel.error is not None:
-                raise AllocationError(f"{who}: selector #{i}: CEL compile error: {sel.error}")
-            try:
-                if not sel.matches(dev):
-                    return False
-            except CELRuntimeError as e:
-                raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
+            key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version, dev.name, expr)
+            hit = self._results.get(key)
+            if hit is None:
+                sel = self.cel.get(expr)
+                if sel.error is not None:
+                    raise AllocationError(f"{who}: selector #{i}: CEL compile error: {sel.error}")
+                try:
+                    hit = sel.matches(self._cel_device(did, dev))
+                except CELRuntimeError as e:
+                    raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
+                self._results.put(key, hit)
+            if not hit:
+                return False
         return True
 
     # ------------------------------------------------------------------------------ allocate
-    def allocate(  # noqa: C901 (over 15 branches; to split, issue #22)
+    def allocate(
         self,
         node_name: str,
         labels: Mapping[str, str],
@@ -429,209 +325,26 @@ class Allocator:
         if self._index is None:
             self._index = SliceIndex(self.slices)
         pools = self._index.pools(node_name, labels)
-        matches: dict[tuple[DeviceID, int, str], bool] = {}
-        requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives (1 for exactly)
-        constraints: list[list[_MatchAttribute]] = []  # _DistinctAttribute is one too
-        for ci, claim in enumerate(claims):
-            per_claim = []
-            for req in claim.requests:
-                alts = [req.exactly] if req.exactly is not None else list(req.first_available)
-                per_claim.append(
-                    [self._request(ci, claim, req.name, a, pools, matches, node_name, labels) for a in alts]
-                )
-            requests.append(per_claim)
-            cons = []
-            for i, c in enumerate(claim.constraints):
-                if c.match_attribute:
-                    cons.append(_MatchAttribute(c.requests, c.match_attribute))
-                elif c.distinct_attribute:
-                    cons.append(_DistinctAttribute(c.requests, c.distinct_attribute))
-                else:
-                    raise AllocationError(
-                        f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
-                    )
-            constraints.append(cons)
-
-        taking: dict[DeviceID, set[int]] = {}
-        results: list[list[_Chosen]] = [[] for _ in claims]
-        shares: dict[tuple[int, int], tuple[str, dict[str, tuple[Fraction, str]]]] = {}  # (claim, result #)
-        allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares picked so far
-        share_count: dict[DeviceID, int] = {}
-        pool_of = {(p.driver, p.name): p for p in pools}
-        counters = _Counters(self.allocated)
-
-        def in_use(did: DeviceID) -> bool:
-            return did in self.allocated or bool(taking.get(did))
-
-        def take(  # noqa: C901 (kube's allocateDevice, step by step)
-            r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice, must: bool = False
-        ) -> Callable[[], None] | None:
-            multi = dev.allow_multiple_allocations
-            if not multi and r.exact.admin_access:
-                if r.claim_index in taking.get(did, ()):
-                    return None
-            elif not r.exact.admin_access and in_use(did):
-                return None
-            pool = pool_of[(did[0], did[1])]
-            # a shared device whose capacity is in use already had its counters counted
-            shared_in_use = multi and (did in self.allocated_capacity or share_count.get(did, 0) > 0)
-            reserved = bool(dev.consumes_counters) and not shared_in_use
-            if reserved and not counters.reserve(pool, dev):
-                return None
-
-            def release() -> None:
-                if reserved:
-                    counters.release(pool, dev)
-
-            if dev.taints and taint_prevents_allocation(dev, r.exact):
-                release()
-                return None
-            for added, c in enumerate(constraints[r.claim_index]):
-                if not c.add(r.base, r.sub, dev, did[0]):
-                    for c2 in constraints[r.claim_index][:added][::-1]:
-                        c2.remove(r.base, r.sub)
-                    release()
-                    if must:
-                        # "All" wants exactly this device: a claim whose constraint excludes one of them
-                        # can never be allocated (kube treats it as an error, not as "no fit here")
-                        raise AllocationError(
-                            f"claim {r.claim_key}, request {r.name}: cannot add device {'/'.join(did)} because "
-                            "a claim constraint would not be satisfied"
-                        )
-                    return None
-            marked = not multi
-            if marked:
-                taking.setdefault(did, set()).add(r.claim_index)
-
-            def drop_marks() -> None:
-                if marked:
-                    taking[did].discard(r.claim_index)
-                for c in constraints[r.claim_index][::-1]:
-                    c.remove(r.base, r.sub)
-                release()
-
-            policies = dev.capacity_policies
-            if not capacity.fits(
-                r.exact.capacity_requests,
-                policies,
-                self.allocated_capacity.get(did, {}),
-                allocating.get(did, {}),
-            ):
-                drop_marks()
-                return None
-            share: dict[str, tuple[Fraction, str]] = {}
-            if multi:
-                share = capacity.consumption(r.exact.capacity_requests, policies)
-                into = allocating.setdefault(did, {})
-                for name, (v, _) in share.items():
-                    into[name] = into.get(name, Fraction(0)) + v
-                share_count[did] = share_count.get(did, 0) + 1
-                shares[(r.claim_index, len(results[r.claim_index]))] = (str(uuid.uuid4()), share)
-            results[r.claim_index].append((r, did, dev, sl))
-
-            def undo() -> None:
-                results[r.claim_index].pop()
-                if multi:
-                    shares.pop((r.claim_index, len(results[r.claim_index])), None)
-                    left = allocating[did]
-                    for name, (v, _) in share.items():
-                        left[name] -= v
-                    share_count[did] -= 1
-                drop_marks()
-
-            return undo
-
-        steps = [0]
-
-        def one(ci: int, ri: int, r: _Request | None, di: int) -> bool:  # noqa: C901 (over 15 branches; to split, issue #22)
-            if expired is not None:
-                steps[0] += 1
-                if steps[0] % TIMEOUT_CHECK_EVERY == 0 and expired():
-                    raise AllocationTimeout()
-            if ci >= len(claims):
-                return True
-            if ri >= len(requests[ci]):
-                return one(ci + 1, 0, None, 0)
-            if r is None:
-                # firstAvailable: in order, the first alternative with which everything after works
-                return any(one(ci, ri, alt, 0) for alt in requests[ci][ri])
-            if r.exact.allocation_mode == ALLOCATION_MODE_ALL and not r.all_devices:
-                return False
-            if di >= r.num_devices:
-                return one(ci, ri + 1, None, 0)
-            if len(results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
-                return False
-            if r.exact.allocation_mode == ALLOCATION_MODE_ALL:
-                did, dev, sl = r.all_devices[di]
-                undo = take(r, did, dev, sl, must=True)
-                if undo is None:
-                    return False
-                if one(ci, ri, r, di + 1):
-                    return True
-                undo()
-                return False
-            for pool in pools:
-                if pool.incomplete or pool.invalid:
-                    continue
-                for s in pool.slices:
-                    for dev in s.devices:
-                        did = (pool.driver, pool.name, dev.name)
-                        if r.exact.admin_access:
-                            if ci in taking.get(did, ()):
-                                continue
-                        elif in_use(did):
-                            continue
-                        if not self._selectable(r, did, dev, matches, s, node_name, labels):
-                            continue
-                        undo = take(r, did, dev, s)
-                        if undo is None:
-                            continue
-                        if one(ci, ri, r, di + 1):
-                            return True
-                        undo()
-            return False
-
-        if not one(0, 0, None, 0):
-            for pool in pools:
-                if pool.invalid:
-                    raise NodeAllocationError("invalid resource pools were encountered")
+        search = _Search(self, node_name, labels, claims, pools, expired)
+        if not search.run():
+            if any(pool.invalid for pool in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
             return None
-        out = []
-        for ci, claim in enumerate(claims):
-            devs = []
-            for k, (r, did, dev, _) in enumerate(results[ci]):
-                entry: dict[str, Any] = {
-                    "request": r.name,
-                    "driver": did[0],
-                    "pool": did[1],
-                    "device": did[2],
-                }
-                if (ci, k) in shares:
-                    share_id, share = shares[(ci, k)]
-                    entry["shareID"] = share_id
-                    if share:
-                        entry["consumedCapacity"] = {
-                            name: capacity.format_quantity(v, capacity.is_binary(text))
-                            for name, (v, text) in share.items()
-                        }
-                if r.exact.admin_access:
-                    entry["adminAccess"] = True
-                if r.exact.raw_tolerations:
-                    entry["tolerations"] = [dict(t) for t in r.exact.raw_tolerations]
-                if dev.binding_conditions:
-                    entry["bindingConditions"] = list(dev.binding_conditions)
-                if dev.binding_failure_conditions:
-                    entry["bindingFailureConditions"] = list(dev.binding_failure_conditions)
-                devs.append(entry)
-            allocation: dict[str, Any] = {"devices": {"results": devs}}
-            config = self._config(claim, results[ci])
-            if config:
-                allocation["devices"]["config"] = config
-            selector = self._node_selector(node_name, results[ci])
-            if selector is not None:
-                allocation["nodeSelector"] = selector
-            out.append(allocation)
-        return out
+        return [self._allocation(search, ci, claim) for ci, claim in enumerate(claims)]
+
+    def _allocation(self, search: _Search, ci: int, claim: ResourceClaim) -> dict[str, Any]:
+        """status.allocation for claim ``ci`` of a successful search."""
+        chosen = search.results[ci]
+        devs = [search.result_entry(ci, k, t) for k, t in enumerate(chosen)]
+        allocation: dict[str, Any] = {"devices": {"results": devs}}
+        picked: list[_Chosen] = [(t.r, t.did, t.dev, t.sl) for t in chosen]
+        config = self._config(claim, picked)
+        if config:
+            allocation["devices"]["config"] = config
+        selector = self._node_selector(search.node_name, picked)
+        if selector is not None:
+            allocation["nodeSelector"] = selector
+        return allocation
 
     def _request(
         self,
@@ -692,10 +405,9 @@ class Allocator:
         hit = matches.get(key)
         if hit is not None:
             return hit
-        cdev = self._cel_device(did, dev)
-        ok = self._selectors_match(f"class {r.cls.name}", r.cls.selectors, cdev) and self._selectors_match(
-            f"claim {r.claim_key}", r.exact.selectors, cdev
-        )
+        ok = self._selectors_match(
+            f"class {r.cls.name}", r.cls.selectors, did, dev, s
+        ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
         if ok and s.per_device_node_selection:
             ok = device_matches_node(node_name, labels, s, dev)
         matches[key] = ok
@@ -774,3 +486,249 @@ class Allocator:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+@dataclass(slots=True)
+class _Taken:
+    """A device taken for one slot of a request during the search, with what taking it changed."""
+
+    r: _Request
+    did: DeviceID
+    dev: SliceDevice
+    sl: ResourceSlice
+    pool: Pool
+    reserved: bool  # its pool's counters were reserved for it
+    marked: bool  # recorded in _Search.taking (a device not shared between claims)
+    share: dict[str, tuple[Fraction, str]] | None = None  # capacity consumed, for a shared device
+    share_id: str = ""
+
+
+class _Search:
+    """The state of one allocation attempt on one node: kube's depth-first search with backtracking over
+    claims, requests, alternatives (firstAvailable) and device slots. ``take`` records a device with
+    everything it changes (in-use marks, constraints, counters, consumed capacity) in a ``_Taken``;
+    ``untake`` reverts exactly that."""
+
+    def __init__(
+        self,
+        alloc: Allocator,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        expired: Callable[[], bool] | None,
+    ) -> None:
+        self.alloc = alloc
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = claims
+        self.pools = pools
+        self.expired = expired
+        self.steps = 0
+        self.matches: dict[tuple[DeviceID, int, str], bool] = {}
+        self.pool_of = {(p.driver, p.name): p for p in pools}
+        self.counters = _Counters(alloc.allocated)
+        self.taking: dict[DeviceID, set[int]] = {}  # device -> claims taking it in this search
+        self.results: list[list[_Taken]] = [[] for _ in claims]
+        self.allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares so far
+        self.share_count: dict[DeviceID, int] = {}
+        # claim -> request -> alternatives (one for exactly); claim -> constraints
+        self.requests: list[list[list[_Request]]] = []
+        self.constraints: list[list[_MatchAttribute]] = []  # _DistinctAttribute is one too
+        for ci, claim in enumerate(claims):
+            self.requests.append(
+                [
+                    [
+                        alloc._request(ci, claim, req.name, a, pools, self.matches, node_name, labels)
+                        for a in ([req.exactly] if req.exactly is not None else req.first_available)
+                    ]
+                    for req in claim.requests
+                ]
+            )
+            self.constraints.append([_constraint(claim, i, c) for i, c in enumerate(claim.constraints)])
+
+    # ------------------------------------------------------------------------------ taking devices
+    def in_use(self, did: DeviceID) -> bool:
+        return did in self.alloc.allocated or bool(self.taking.get(did))
+
+    def _available_to(self, r: _Request, did: DeviceID, dev: SliceDevice) -> bool:
+        if not dev.allow_multiple_allocations and r.exact.admin_access:
+            return r.claim_index not in self.taking.get(did, ())
+        return r.exact.admin_access or not self.in_use(did)
+
+    def _add_constraints(self, r: _Request, did: DeviceID, dev: SliceDevice) -> bool:
+        cons = self.constraints[r.claim_index]
+        for added, c in enumerate(cons):
+            if not c.add(r.base, r.sub, dev, did[0]):
+                for c2 in cons[:added][::-1]:
+                    c2.remove(r.base, r.sub)
+                return False
+        return True
+
+    def take(
+        self, r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice, must: bool = False
+    ) -> _Taken | None:
+        """kube's allocateDevice: the device for the request's next slot, or None if it cannot be had.
+        ``must`` (allocationMode All): a constraint excluding the device is an AllocationError."""
+        if not self._available_to(r, did, dev):
+            return None
+        multi = dev.allow_multiple_allocations
+        pool = self.pool_of[(did[0], did[1])]
+        # a shared device whose capacity is in use already had its counters counted
+        shared_in_use = multi and (did in self.alloc.allocated_capacity or self.share_count.get(did, 0) > 0)
+        reserved = bool(dev.consumes_counters) and not shared_in_use
+        if reserved and not self.counters.reserve(pool, dev):
+            return None
+        t = _Taken(r, did, dev, sl, pool, reserved, marked=False)
+        if dev.taints and taint_prevents_allocation(dev, r.exact):
+            self._release(t)
+            return None
+        if not self._add_constraints(r, did, dev):
+            self._release(t)
+            if must:
+                # "All" wants exactly this device: a claim whose constraint excludes one of them can never
+                # be allocated (kube treats it as an error, not as "no fit here")
+                raise AllocationError(
+                    f"claim {r.claim_key}, request {r.name}: cannot add device {'/'.join(did)} because "
+                    "a claim constraint would not be satisfied"
+                )
+            return None
+        t.marked = not multi
+        if t.marked:
+            self.taking.setdefault(did, set()).add(r.claim_index)
+        if not capacity.fits(
+            r.exact.capacity_requests,
+            dev.capacity_policies,
+            self.alloc.allocated_capacity.get(did, {}),
+            self.allocating.get(did, {}),
+        ):
+            self._drop_marks(t)
+            return None
+        if multi:
+            self._add_share(t)
+        self.results[r.claim_index].append(t)
+        return t
+
+    def _add_share(self, t: _Taken) -> None:
+        t.share = capacity.consumption(t.r.exact.capacity_requests, t.dev.capacity_policies)
+        t.share_id = str(uuid.uuid4())
+        into = self.allocating.setdefault(t.did, {})
+        for name, (v, _) in t.share.items():
+            into[name] = into.get(name, Fraction(0)) + v
+        self.share_count[t.did] = self.share_count.get(t.did, 0) + 1
+
+    def untake(self, t: _Taken) -> None:
+        self.results[t.r.claim_index].pop()
+        if t.share is not None:
+            left = self.allocating[t.did]
+            for name, (v, _) in t.share.items():
+                left[name] -= v
+            self.share_count[t.did] -= 1
+        self._drop_marks(t)
+
+    def _drop_marks(self, t: _Taken) -> None:
+        if t.marked:
+            self.taking[t.did].discard(t.r.claim_index)
+        for c in self.constraints[t.r.claim_index][::-1]:
+            c.remove(t.r.base, t.r.sub)
+        self._release(t)
+
+    def _release(self, t: _Taken) -> None:
+        if t.reserved:
+            self.counters.release(t.pool, t.dev)
+
+    # ------------------------------------------------------------------------------ the search
+    def run(self) -> bool:
+        return self.step(0, 0, None, 0)
+
+    def _tick(self) -> None:
+        """kube looks at its context before every search step; the clock is read at the first step (so a
+        deadline already past fails at once, as in kube) and then every TIMEOUT_CHECK_EVERY steps."""
+        if self.expired is not None:
+            self.steps += 1
+            if self.steps % TIMEOUT_CHECK_EVERY == 1 and self.expired():
+                raise AllocationTimeout()
+
+    def step(self, ci: int, ri: int, r: _Request | None, di: int) -> bool:
+        """Whether slot ``di`` of request ``ri`` (alternative ``r``) of claim ``ci`` and everything after
+        it can be allocated; on success the taken devices stay in ``results``."""
+        self._tick()
+        if ci >= len(self.claims):
+            return True
+        if ri >= len(self.requests[ci]):
+            return self.step(ci + 1, 0, None, 0)
+        if r is None:
+            # firstAvailable: in order, the first alternative with which everything after works
+            return any(self.step(ci, ri, alt, 0) for alt in self.requests[ci][ri])
+        is_all = r.exact.allocation_mode == ALLOCATION_MODE_ALL
+        if is_all and not r.all_devices:
+            return False
+        if di >= r.num_devices:
+            return self.step(ci, ri + 1, None, 0)
+        if len(self.results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+            return False
+        if is_all:
+            did, dev, sl = r.all_devices[di]
+            return self._try(ci, ri, r, di, self.take(r, did, dev, sl, must=True))
+        return any(
+            self._try(ci, ri, r, di, self.take(r, did, dev, sl)) for did, dev, sl in self._candidates(r)
+        )
+
+    def _try(self, ci: int, ri: int, r: _Request, di: int, t: _Taken | None) -> bool:
+        """With ``t`` taken (None: it could not be), go on to the next slot; undo ``t`` if that fails."""
+        if t is None:
+            return False
+        if self.step(ci, ri, r, di + 1):
+            return True
+        self.untake(t)
+        return False
+
+    def _candidates(self, r: _Request) -> Iterator[tuple[DeviceID, SliceDevice, ResourceSlice]]:
+        """The node's devices in kube's order (pools, slices, devices) that are free for the request and
+        match its class and selectors. A generator: devices taken by deeper steps are seen as in use."""
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in pool.slices:
+                for dev in s.devices:
+                    did = (pool.driver, pool.name, dev.name)
+                    if r.exact.admin_access:
+                        if r.claim_index in self.taking.get(did, ()):
+                            continue
+                    elif self.in_use(did):
+                        continue
+                    if self.alloc._selectable(r, did, dev, self.matches, s, self.node_name, self.labels):
+                        yield did, dev, s
+
+    # ------------------------------------------------------------------------------ results
+    @staticmethod
+    def result_entry(ci: int, k: int, t: _Taken) -> dict[str, Any]:
+        """One entry of status.allocation.devices.results."""
+        r, did, dev = t.r, t.did, t.dev
+        entry: dict[str, Any] = {"request": r.name, "driver": did[0], "pool": did[1], "device": did[2]}
+        if t.share is not None:
+            entry["shareID"] = t.share_id
+            if t.share:
+                entry["consumedCapacity"] = {
+                    name: capacity.format_quantity(v, capacity.is_binary(text))
+                    for name, (v, text) in t.share.items()
+                }
+        if r.exact.admin_access:
+            entry["adminAccess"] = True
+        if r.exact.raw_tolerations:
+            entry["tolerations"] = [dict(tol) for tol in r.exact.raw_tolerations]
+        if dev.binding_conditions:
+            entry["bindingConditions"] = list(dev.binding_conditions)
+        if dev.binding_failure_conditions:
+            entry["bindingFailureConditions"] = list(dev.binding_failure_conditions)
+        return entry
+
+
+def _constraint(claim: ResourceClaim, i: int, c: DeviceConstraint) -> _MatchAttribute:
+    if c.match_attribute:
+        return _MatchAttribute(c.requests, c.match_attribute)
+    if c.distinct_attribute:
+        return _DistinctAttribute(c.requests, c.distinct_attribute)
+    raise AllocationError(
+        f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
+    )

@@ -101,6 +101,8 @@ def fits(
     allocating: Mapping[str, Fraction],
 ) -> bool:
     """kube's CmpRequestOverCapacity (a request naming a capacity the device lacks: False)."""
+    if not requests and not allocated and not allocating and not any(p.has_policy for p in policies.values()):
+        return True  # each capacity is consumed whole, once: it fits by definition
     if any(name not in policies for name in requests):
         return False
     for name, p in policies.items():

@@ -90,12 +90,15 @@ class Filtering(PluginBase):
             if st is not None:
                 return None, st
         if to_allocate or s.ext is not None:
+            slices = self.resources.slices(self.handle.objects)
             s.allocator = Allocator(
                 lambda name: self.resources.device_class(self.handle.objects, name),
-                self.resources.slices(self.handle.objects),
+                slices,
                 self.deps.claims.allocated_devices(),
                 self.cel,
                 self.deps.claims.allocated_capacity(),
+                index=self.slice_index(slices),
+                selector_results=self.selector_results,
             )
         s.claims = claims
         return None, None

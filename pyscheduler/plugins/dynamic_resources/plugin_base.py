@@ -7,11 +7,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pyscheduler.framework.dra import ResourceClaim
+from pyscheduler.framework.dra import ResourceClaim, ResourceSlice
 from pyscheduler.framework.interfaces import Handle
+from pyscheduler.plugins.dynamic_resources.allocator import SelectorResults
 from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
 from pyscheduler.plugins.dynamic_resources.common import Deps, Resources
+from pyscheduler.plugins.dynamic_resources.pools import SliceIndex, same_slices
 
 
 class BindingFailed(Exception):
@@ -48,9 +50,20 @@ class PluginBase:
         self.deps = deps
         self.resources = Resources()
         self.cel = SelectorCache()
+        # kept across cycles: selector verdicts per device version, and the slice index (with each node's
+        # pools) for as long as no slice changes
+        self.selector_results = SelectorResults()
+        self._slice_index: SliceIndex | None = None
         self.filter_timeout = args.filter_timeout_seconds
         self.binding_timeout = args.binding_timeout_seconds
         self.extended_resources = _gate(handle, "DRAExtendedResource")
+
+    def slice_index(self, slices: list[ResourceSlice]) -> SliceIndex:
+        """The SliceIndex of ``slices``: the last one while the slices are the same parsed objects."""
+        index = self._slice_index
+        if index is None or not same_slices(index, slices):
+            index = self._slice_index = SliceIndex(slices)
+        return index
 
     # ---------------------------------------------------------------------------------- clocks
     def filter_deadline(self) -> Callable[[], bool] | None:

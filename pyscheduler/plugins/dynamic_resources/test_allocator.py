@@ -10,6 +10,7 @@ import pytest
 from pyscheduler.framework.dra import DeviceClass, ResourceClaim, ResourceSlice
 from pyscheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
+    AllocationTimeout,
     Allocator,
     NodeAllocationError,
     SliceIndex,
@@ -130,6 +131,16 @@ def test_simple() -> None:
     out = allocate([claim("c0", req("r0"))], [slice_("s1", "p1", DRIVER_A, dev("d1"))])
     assert results(out) == [[("r0", DRIVER_A, "p1", "d1")]]
     assert out is not None and out[0]["nodeSelector"] == LOCAL
+
+
+def test_a_past_deadline_fails_at_the_first_step() -> None:
+    """filterTimeout: kube looks at its context before every step, so a deadline already past (e.g.
+    filterTimeout: 1ns) fails even a one-device search; an open one lets it finish."""
+    a = Allocator(CLASSES.get, [slice_("s1", "p1", DRIVER_A, dev("d1"))], set(), SelectorCache())
+    with pytest.raises(AllocationTimeout):
+        a.allocate(NODE1, {"region": "r1"}, [claim("c0", req("r0"))], expired=lambda: True)
+    out = a.allocate(NODE1, {"region": "r1"}, [claim("c0", req("r0"))], expired=lambda: False)
+    assert results(out) == [[("r0", DRIVER_A, "p1", "d1")]]
 
 
 def test_other_node_and_already_allocated_and_not_enough() -> None:

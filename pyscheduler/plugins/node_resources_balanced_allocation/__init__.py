@@ -10,7 +10,10 @@ Extension points
 - Score: for each configured resource the node has (allocatable > 0; a scalar resource only if the pod
   requests it), fraction = (node's requested [+ pod's request]) / allocatable, capped at 1. With two
   fractions std = |f1 - f2| / 2; with more, the population standard deviation; with one or none, 0.
-  balance = int((1 - std) * 100), truncated as Go converts float64 to int64. As kube-scheduler 1.36
+  balance = int((1 - std) * 100), truncated as Go converts float64 to int64. An extended resource the
+  node's allocatable lacks but a DeviceClass backs (DRAExtendedResource) counts the node's devices of
+  that class as allocatable and the allocated ones as requested (DynamicResources provides the counts,
+  see framework.dra.EXTENDED_SCORES_KEY). As kube-scheduler 1.36
   does, the score is the improvement the pod brings: 50 + (50 + balance_with_pod - balance_without) // 2
   (50: no change; checked against kube-scheduler 1.36.3's own scores by the differential test).
 - ``score_nodes``: the same scores for many nodes at once, in NumPy float64 with Python's operations
@@ -28,12 +31,13 @@ Score-only: the plugin never rejects a pod, so it registers no cluster events.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.dra import ExtendedResourceTotals, dra_extended_totals
 from pyscheduler.framework.events import ClusterEventWithHint
 from pyscheduler.framework.helpers.names import is_scalar_resource_name
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScoreValues
@@ -98,6 +102,8 @@ def _kind(name: str) -> int:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    # DRAExtendedResource: device counts for configured resources a DeviceClass backs (None: none does)
+    dra: ExtendedResourceTotals | None = None
 
     def clone(self) -> _PreScoreState:
         return self
@@ -106,9 +112,13 @@ class _PreScoreState:
 class BalancedAllocation:
     name = NAME
 
-    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None) -> None:
+    def __init__(
+        self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None
+    ) -> None:
         self.args = args if args is not None else NodeResourcesBalancedAllocationArgs()
+        self.handle = handle
         self._resources = tuple((_kind(r.name), r.name) for r in self.args.resources)
+        self._scalar_resources = tuple(n for k, n in self._resources if k == _SCALAR)
         # The default (cpu and memory) gets a direct path: Score runs per node per pod.
         self._cpu_memory = [k for k, _ in self._resources] == [_CPU, _MEMORY]
 
@@ -132,18 +142,25 @@ class BalancedAllocation:
         reqs = self._pod_requests(pod)
         if not any(reqs):
             return Status.skip(NAME)
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs, self._dra_totals()))
         return None
+
+    def _dra_totals(self) -> ExtendedResourceTotals | None:
+        """kube's getDRAPreScoredParams: device counts when a configured scalar resource is DRA-backed."""
+        if not self._scalar_resources or self.handle is None or not _gate(self.handle, "DRAExtendedResource"):
+            return None
+        return dra_extended_totals(self.handle, self._scalar_resources)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):
-            reqs = s.pod_requests
+            reqs, dra = s.pod_requests, s.dra
         else:
             reqs = self._pod_requests(pod)
             if not any(reqs):
                 return 0, None
-        return self._score(reqs, node_info), None
+            dra = self._dra_totals()
+        return self._score(reqs, node_info, dra), None
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -151,18 +168,19 @@ class BalancedAllocation:
         """``score`` for every node, on NumPy columns when the resources allow (see ``batch``)."""
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):
-            reqs = s.pod_requests
+            reqs, dra = s.pod_requests, s.dra
         else:
             reqs = self._pod_requests(pod)
             if not any(reqs):
                 return [0] * len(nodes), None
+            dra = self._dra_totals()
         got = None
-        if len(nodes) >= MIN_BATCH:
+        if len(nodes) >= MIN_BATCH and dra is None:
             resources = self._batch_resources(reqs)
             if resources is not None:
                 got = improvement_scores(nodes, resources)
         if got is None:
-            return [self._score(reqs, ni) for ni in nodes], None
+            return [self._score(reqs, ni, dra) for ni in nodes], None
         out, missing = got
         if missing.any():
             for i in np.flatnonzero(missing).tolist():
@@ -181,7 +199,9 @@ class BalancedAllocation:
                 return None
         return out
 
-    def _score(self, reqs: tuple[int, ...], node_info: NodeInfo) -> int:
+    def _score(
+        self, reqs: tuple[int, ...], node_info: NodeInfo, dra: ExtendedResourceTotals | None = None
+    ) -> int:
         alloc_r, used_r = node_info.allocatable, node_info.requested
         if self._cpu_memory and alloc_r.milli_cpu and alloc_r.memory:
             c0 = used_r.milli_cpu / alloc_r.milli_cpu
@@ -201,8 +221,8 @@ class BalancedAllocation:
                 alloc, used = alloc_r.memory, used_r.memory
             elif kind == _EPHEMERAL:
                 alloc, used = alloc_r.ephemeral_storage, used_r.ephemeral_storage
-            elif kind == _SCALAR and q != 0 and rname in alloc_r.scalar:
-                alloc, used = alloc_r.scalar[rname], used_r.scalar.get(rname, 0)
+            elif kind == _SCALAR and q != 0:
+                alloc, used = _scalar(node_info, rname, dra)
             else:
                 continue
             if alloc == 0:
@@ -222,6 +242,25 @@ class BalancedAllocation:
         return []
 
 
+def _scalar(node_info: NodeInfo, rname: str, dra: ExtendedResourceTotals | None) -> tuple[int, int]:
+    """(allocatable, requested) of a scalar resource; (0, 0) leaves it out. A resource the node's
+    allocatable lacks but a DeviceClass backs counts the node's devices of that class (DRAExtendedResource)."""
+    alloc = node_info.allocatable.scalar.get(rname, 0)
+    if not alloc and dra is not None:
+        node = node_info.node
+        capacity, allocated = dra.totals(node_info.name, node.labels if node is not None else {}, rname)
+        if capacity > 0:
+            return capacity, allocated
+    return alloc, node_info.requested.scalar.get(rname, 0)
+
+
+def _gate(handle: Handle, name: str) -> bool:
+    """A feature gate from ``handle.extra["feature_gates"]``; on, 1.36's default, if absent."""
+    extra = getattr(handle, "extra", None)
+    gates = extra.get("feature_gates") if isinstance(extra, Mapping) else None
+    return bool(gates.get(name, True)) if isinstance(gates, Mapping) else True
+
+
 def balanced_score(fractions: Sequence[float], total: float) -> int:
     """kube's balancedResourceScorer on the capped fractions (``total`` is their sum, in order)."""
     n = len(fractions)
@@ -238,7 +277,7 @@ def balanced_score(fractions: Sequence[float], total: float) -> int:
 
 
 def new(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> BalancedAllocation:
-    return BalancedAllocation(args)
+    return BalancedAllocation(args, handle)
 
 
 PLUGIN = PluginSpec(

@@ -27,7 +27,8 @@ Extension points
   once, on NumPy columns (cpu, memory, ephemeral-storage, pods); scalar resources the pod requests,
   out-of-range quantities and small batches go node by node.
 - EnqueueExtensions: a scheduled (or nominated) pod deleted, a pod scaled down (in-place resize), a node
-  added or its allocatable changed, each with kube's queueing hint.
+  added or its allocatable changed, each with kube's queueing hint; with DRAExtendedResource, a DeviceClass
+  added or updated whose (explicit or implicit) extended resource name the pod requests.
 
 Args (``NodeResourcesFitArgs``, see ``args``)
 ---------------------------------------------
@@ -39,20 +40,26 @@ Args (``NodeResourcesFitArgs``, see ``args``)
 
 Extended resources backed by DRA (DRAExtendedResource, on by default): a requested resource that a
 DeviceClass maps (``spec.extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) is not
-checked on a node whose allocatable lacks it; DynamicResources allocates devices for it there. Not
-modelled: kube's scoring of such resources from the node's devices (Score counts them only where the
-node's allocatable lists them).
+checked on a node whose allocatable lacks it; DynamicResources allocates devices for it there. When the
+scoring strategy lists such a resource, Score counts, on a node whose allocatable lacks it, the node's
+devices of the backing class as allocatable and the allocated ones as requested (kube's
+calculateDRAResourceTotals; DynamicResources provides the counts, see framework.dra.EXTENDED_SCORES_KEY).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyscheduler.framework import events as ev
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.dra import extended_resource_class
+from pyscheduler.framework.dra import (
+    IMPLICIT_EXTENDED_RESOURCE_PREFIX,
+    ExtendedResourceTotals,
+    dra_extended_totals,
+    extended_resource_class,
+)
 from pyscheduler.framework.events import as_node, as_pod
 from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
 from pyscheduler.framework.interfaces import (
@@ -82,6 +89,7 @@ from .args import (
 )
 from .batch import FILTER_MIN_BATCH, SCORE_MIN_BATCH, filter_failures, least_cpu_memory, strategy_scores
 from .scoring import (
+    KIND_SCALAR,
     allocatable_requested,
     build_broken_linear_function,
     build_scorer,
@@ -154,6 +162,8 @@ class PodResourceRequest:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    # DRAExtendedResource: device counts for configured resources a DeviceClass backs (None: none does)
+    dra: ExtendedResourceTotals | None = None
 
     def clone(self) -> _PreScoreState:
         return self
@@ -170,6 +180,7 @@ class Fit:
         strategy = self.args.scoring_strategy
         # (kind, name, weight) per configured resource, in config order
         self._resources = tuple((resource_kind(r.name), r.name) for r in strategy.resources)
+        self._scalar_resources = tuple(n for k, n in self._resources if k == KIND_SCALAR)
         self._scorer = build_scorer(strategy)
         # The default strategy (LeastAllocated over cpu and memory, weight 1 each) gets a direct path:
         # it is what almost every cluster runs, and Score runs per node per pod.
@@ -276,22 +287,34 @@ class Fit:
         return tuple(pod_request(pod, kind, rname, False) for kind, rname in self._resources)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self._pod_requests(pod)))
+        state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
         return None
+
+    def _pre_score_state(self, pod: Pod) -> _PreScoreState:
+        return _PreScoreState(self._pod_requests(pod), self._dra_totals())
+
+    def _dra_totals(self) -> ExtendedResourceTotals | None:
+        """kube's getDRAPreScoredParams: device counts when a configured scalar resource is DRA-backed."""
+        if not self._scalar_resources or not self._dra_extended_resource():
+            return None
+        return dra_extended_totals(self.handle, self._scalar_resources)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         s = state.get(PRE_SCORE_STATE_KEY)
-        pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
-        return self._score(pod_reqs, node_info), None
+        if not isinstance(s, _PreScoreState):
+            s = self._pre_score_state(pod)
+        return self._score(s.pod_requests, node_info, s.dra), None
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[ScoreValues, Status | None]:
         """``score`` for every node, on NumPy columns when the strategy and requests allow."""
         s = state.get(PRE_SCORE_STATE_KEY)
-        pod_reqs = s.pod_requests if isinstance(s, _PreScoreState) else self._pod_requests(pod)
+        if not isinstance(s, _PreScoreState):
+            s = self._pre_score_state(pod)
+        pod_reqs, dra = s.pod_requests, s.dra
         out: ScoreValues | None = None
-        if len(nodes) >= SCORE_MIN_BATCH:
+        if len(nodes) >= SCORE_MIN_BATCH and dra is None:
             if self._least_cpu_memory:
                 out = least_cpu_memory(nodes, pod_reqs[0], pod_reqs[1])
             elif self._batch_strategy is not None:
@@ -299,10 +322,12 @@ class Fit:
                     nodes, self._resources, self._weights, pod_reqs, self._batch_strategy, self._shape
                 )
         if out is None:
-            out = [self._score(pod_reqs, ni) for ni in nodes]
+            out = [self._score(pod_reqs, ni, dra) for ni in nodes]
         return out, None
 
-    def _score(self, pod_reqs: tuple[int, ...], node_info: NodeInfo) -> int:
+    def _score(
+        self, pod_reqs: tuple[int, ...], node_info: NodeInfo, dra: ExtendedResourceTotals | None = None
+    ) -> int:
         if self._least_cpu_memory:
             na, nu = node_info.allocatable, node_info.non_zero_requested
             cap, want = na.milli_cpu, nu.milli_cpu + pod_reqs[0]
@@ -316,7 +341,7 @@ class Fit:
         requested = [0] * n
         allocatable = [0] * n
         for i, (kind, rname) in enumerate(self._resources):
-            alloc, req = allocatable_requested(node_info, kind, rname, pod_reqs[i], False)
+            alloc, req = allocatable_requested(node_info, kind, rname, pod_reqs[i], False, dra)
             if alloc == 0:
                 continue
             allocatable[i] = alloc
@@ -329,7 +354,7 @@ class Fit:
     # ------------------------------------------------------------------------ queueing hints
 
     def events_to_register(self) -> Sequence[ev.ClusterEventWithHint]:
-        return [
+        events = [
             ev.ClusterEventWithHint(
                 ev.ClusterEvent(ev.Resource.POD, ev.Action.DELETE | ev.Action.UPDATE_POD_SCALE_DOWN),
                 self.is_schedulable_after_pod_event,
@@ -339,6 +364,21 @@ class Fit:
                 self.is_schedulable_after_node_change,
             ),
         ]
+        if self._dra_extended_resource():
+            # a pod may wait for a DeviceClass that backs one of its extended resources
+            events.append(
+                ev.ClusterEventWithHint(
+                    ev.ClusterEvent(ev.Resource.DEVICE_CLASS, ev.Action.ADD | ev.Action.UPDATE),
+                    self.is_schedulable_after_device_class_event,
+                )
+            )
+        return events
+
+    def _dra_extended_resource(self) -> bool:
+        """The DRAExtendedResource gate (``handle.extra["feature_gates"]``; on, 1.36's default, if absent)."""
+        extra = getattr(self.handle, "extra", None)
+        gates = extra.get("feature_gates") if isinstance(extra, Mapping) else None
+        return bool(gates.get("DRAExtendedResource", True)) if isinstance(gates, Mapping) else True
 
     def is_schedulable_after_pod_event(self, pod: Pod, old_obj: Any, new_obj: Any) -> ev.QueueingHint:
         """A deleted pod that was scheduled or nominated frees room; so may a scaled-down scheduled pod
@@ -392,6 +432,33 @@ class Fit:
         if _requested_resources_increased(pod, original.allocatable, modified.allocatable):
             return ev.QueueingHint.QUEUE
         return ev.QueueingHint.SKIP
+
+    def is_schedulable_after_device_class_event(
+        self, pod: Pod, old_obj: Any, new_obj: Any
+    ) -> ev.QueueingHint:
+        """kube's isSchedulableAfterDeviceClassEvent: a class added under the implicit name of a resource
+        the pod requests (``deviceclass.resource.kubernetes.io/<class>``), or added or updated with an
+        ``extendedResourceName`` the pod requests; an update that keeps the extended resource name is
+        skipped."""
+        if not isinstance(new_obj, Mapping) or (old_obj is not None and not isinstance(old_obj, Mapping)):
+            return ev.QueueingHint.QUEUE
+        name = _extended_resource_name(new_obj)
+        wants = pod.requests.scalar
+        if old_obj is not None:
+            if _extended_resource_name(old_obj) == name:
+                return ev.QueueingHint.SKIP
+        elif (
+            IMPLICIT_EXTENDED_RESOURCE_PREFIX + str((new_obj.get("metadata") or {}).get("name", "")) in wants
+        ):
+            return ev.QueueingHint.QUEUE
+        if name and name in wants:
+            return ev.QueueingHint.QUEUE
+        return ev.QueueingHint.SKIP
+
+
+def _extended_resource_name(device_class: Mapping[str, Any]) -> str:
+    spec = device_class.get("spec")
+    return str((spec.get("extendedResourceName") if isinstance(spec, Mapping) else None) or "")
 
 
 def fits(s: PodResourceRequest, alloc: Resource, used: Resource, num_pods: int) -> Status | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from pyscheduler.framework.dra import ExtendedResourceTotals
 from pyscheduler.framework.helpers.gomath import go_div
 from pyscheduler.framework.helpers.names import (
     is_scalar_resource_name,
@@ -67,10 +68,17 @@ def pod_request(pod: Pod, kind: int, name: str, use_requested: bool) -> int:
 
 
 def allocatable_requested(
-    node_info: NodeInfo, kind: int, name: str, pod_req: int, use_requested: bool
+    node_info: NodeInfo,
+    kind: int,
+    name: str,
+    pod_req: int,
+    use_requested: bool,
+    dra: ExtendedResourceTotals | None = None,
 ) -> tuple[int, int]:
     """kube's calculateResourceAllocatableRequest: (allocatable, requested including the pod); (0, 0)
-    means leave the resource out (a scalar the pod does not request or the node does not have)."""
+    means leave the resource out (a scalar the pod does not request or the node does not have). ``dra``
+    (DRAExtendedResource): a scalar the node's allocatable lacks counts the node's devices of the
+    DeviceClass backing it, and those allocated, when there are any."""
     if kind == KIND_CPU:
         used = node_info.requested if use_requested else node_info.non_zero_requested
         return node_info.allocatable.milli_cpu, used.milli_cpu + pod_req
@@ -81,6 +89,11 @@ def allocatable_requested(
         return node_info.allocatable.ephemeral_storage, node_info.requested.ephemeral_storage + pod_req
     if kind == KIND_SCALAR and pod_req != 0:
         alloc = node_info.allocatable.scalar.get(name)
+        if not alloc and dra is not None:
+            labels = node_info.node.labels if node_info.node is not None else {}
+            capacity, allocated = dra.totals(node_info.name, labels, name)
+            if capacity > 0:
+                return capacity, allocated + pod_req
         if alloc is not None:
             return alloc, node_info.requested.scalar.get(name, 0) + pod_req
     return 0, 0
