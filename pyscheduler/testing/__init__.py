@@ -15,6 +15,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
     make_handle                           here                                 a FrameworkHandle for a plugin factory
     snapshot_of                           here                                 a Snapshot of NodeInfos built with make_node_info
+    plain_snapshot                        here                                 those NodeInfos as they are, without a NodeTable
     score_list                            here                                 score_nodes' result with a list of ints
     schedule                              pyscheduler.engine                   the real scheduler in process (no cluster)
 
@@ -59,6 +60,7 @@ __all__ = [
     "make_node_info",
     "make_pod",
     "make_pod_group",
+    "plain_snapshot",
     "schedule",
     "score_list",
     "snapshot_of",
@@ -178,3 +180,36 @@ def snapshot_of(*infos: NodeInfo) -> Snapshot:
                 )
             pods.append(pi.pod)
     return Snapshot.from_nodes(nodes, pods)
+
+
+class PlainSnapshot:
+    """A ``SnapshotLister`` over NodeInfos exactly as given (same objects, same order) and without a
+    ``NodeTable``: a plugin with a batch path over the snapshot's table takes its node-by-node path with
+    it. The reference side of a test that checks a batch path against the node-by-node one, and the view
+    for a test whose hand-built NodeInfos must be the ones the plugin reads."""
+
+    def __init__(self, infos: Iterable[NodeInfo]) -> None:
+        self._infos = list(infos)
+
+    def list(self) -> Sequence[NodeInfo]:
+        return self._infos
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return next((n for n in self._infos if n.name == node_name), None)
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        return [n for n in self._infos if n.pods_with_affinity]
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        return [n for n in self._infos if n.pods_with_required_anti_affinity]
+
+    def num_nodes_with_image(self, image: str) -> int:
+        return sum(
+            1 for n in self._infos if n.node is not None and any(image in i.names for i in n.node.images)
+        )
+
+
+def plain_snapshot(infos: Iterable[NodeInfo]) -> PlainSnapshot:
+    """``infos`` as a snapshot without a NodeTable (see ``PlainSnapshot``): ``make_handle(plain_snapshot(
+    infos))`` for a plugin that must read the NodeInfos a test built, node by node."""
+    return PlainSnapshot(infos)

@@ -27,12 +27,13 @@ from pyscheduler.plugins.inter_pod_affinity import (
     PreScoreState,
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import ParsedAffinity, terms_of
-from pyscheduler.testing import score_list
+from pyscheduler.testing import make_handle, plain_snapshot, score_list
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 OK = Code.SUCCESS
 UNSCHED = Code.UNSCHEDULABLE
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+JSON = dict[str, Any]
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"
 HOST = "kubernetes.io/hostname"
@@ -41,60 +42,11 @@ S1 = {"security": "S1"}
 S2 = {"security": "S2"}
 
 
-# ------------------------------------------------------------------------------------------- fakes
-
-
-class FakeSnapshot:
-    def __init__(self, infos: list[NodeInfo]) -> None:
-        self.infos = infos
-
-    def list(self) -> Sequence[NodeInfo]:
-        return self.infos
-
-    def get(self, name: str) -> NodeInfo | None:
-        return next((n for n in self.infos if n.name == name), None)
-
-    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
-        return [n for n in self.infos if n.pods_with_affinity]
-
-    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
-        return [n for n in self.infos if n.pods_with_required_anti_affinity]
-
-    def num_nodes_with_image(self, image: str) -> int:
-        return 0
-
-
-class FakeObjects:
-    def __init__(self, *objs: dict[str, Any]) -> None:
-        self.objs = list(objs)
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        for o in self.objs:
-            m = o.get("metadata", {})
-            if o["kind"] == kind and m.get("name") == name and m.get("namespace", "") == namespace:
-                return o
-        return None
-
-    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        return [
-            o
-            for o in self.objs
-            if o["kind"] == kind
-            and (namespace is None or o.get("metadata", {}).get("namespace") == namespace)
-        ]
-
-
-class FakeHandle:
-    def __init__(self, infos: list[NodeInfo], objects: FakeObjects | None = None) -> None:
-        self.snapshot = FakeSnapshot(infos)
-        self.objects = objects
-
-
 def namespace(name: str, **labels: str) -> dict[str, Any]:
     return {"kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
-NAMESPACES = FakeObjects(
+NAMESPACES: tuple[JSON, ...] = (
     namespace("subteam1.team1", team="team1"),
     namespace("subteam2.team1", team="team1"),
     namespace("subteam1.team2", team="team2"),
@@ -151,8 +103,10 @@ def cluster(nodes: list[Node], pods: list[Pod]) -> list[NodeInfo]:
     return [make_node_info(n, *[p for p in pods if p.node_name == n.name]) for n in nodes]
 
 
-def plugin(infos: list[NodeInfo], objects: FakeObjects | None = None, **args: Any) -> InterPodAffinity:
-    return InterPodAffinity(PLUGIN.decode(args, "args"), FakeHandle(infos, objects))  # type: ignore[arg-type]
+def plugin(infos: list[NodeInfo], objects: Sequence[JSON] | None = None, **args: Any) -> InterPodAffinity:
+    """The plugin over ``infos`` as built (no NodeTable: node by node) with ``objects`` in its handle."""
+    handle = make_handle(plain_snapshot(infos), objects=objects or ())
+    return InterPodAffinity(PLUGIN.decode(args, "args"), handle)
 
 
 def filter_all(pl: InterPodAffinity, p: Pod, infos: list[NodeInfo]) -> dict[str, Code]:
@@ -195,7 +149,7 @@ def codes(*c: Code) -> dict[str, Code]:
 # ------------------------------------------------------------------------------------------- Filter
 
 
-FILTER_CASES: list[tuple[str, Pod, list[Pod], FakeObjects | None, dict[str, Code]]] = [
+FILTER_CASES: list[tuple[str, Pod, list[Pod], Sequence[JSON] | None, dict[str, Code]]] = [
     (
         "no affinity: PreFilter skips",
         pod(labels=S1),
@@ -456,7 +410,7 @@ FILTER_CASES: list[tuple[str, Pod, list[Pod], FakeObjects | None, dict[str, Code
     ("name", "incoming", "pods", "objects", "want"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
 )
 def test_filter(
-    name: str, incoming: Pod, pods: list[Pod], objects: FakeObjects | None, want: dict[str, Code]
+    name: str, incoming: Pod, pods: list[Pod], objects: Sequence[JSON] | None, want: dict[str, Code]
 ) -> None:
     infos = cluster(REGION_NODES, pods)
     assert filter_all(plugin(infos, objects), incoming, infos) == want
@@ -1031,17 +985,11 @@ RACK = "rack"
 RKEYS = [HOST, ZONE, RACK]
 RLABELS = [{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}, {"tier": "x"}]
 RNAMESPACES = ["default", "default", "team1-ns", "team2-ns"]
-RNS_OBJECTS = FakeObjects(
+RNS_OBJECTS: tuple[JSON, ...] = (
     namespace("default", team="none"),
     namespace("team1-ns", team="team1"),
     namespace("team2-ns", team="team2"),
 )
-
-
-class TableHandle:
-    def __init__(self, snapshot: Any, objects: FakeObjects | None = None) -> None:
-        self.snapshot = snapshot
-        self.objects = objects
 
 
 def rand_node(rng: random.Random, i: int) -> Node:
@@ -1158,8 +1106,8 @@ def test_batch_hooks_match_node_by_node_on_random_clusters() -> None:
         snap = Snapshot.from_nodes(nodes, rand_pods(rng, nodes, rng.randint(0, 30), "e"))
         objects = RNS_OBJECTS if rng.random() < 0.7 else None
         args = rand_args(rng)
-        fast = InterPodAffinity(args, TableHandle(snap, objects))  # type: ignore[arg-type]
-        slow = InterPodAffinity(args, FakeHandle(list(snap.list()), objects))  # type: ignore[arg-type]
+        fast = InterPodAffinity(args, make_handle(snap, objects=objects or ()))
+        slow = InterPodAffinity(args, make_handle(plain_snapshot(snap.list()), objects=objects or ()))
         for _ in range(3):  # the caches carry over between pods
             got = compare_cycle(rng, fast, slow, snap, rand_pod(rng, "incoming", p=0.5))
             used["filter"] += got["filter"]
@@ -1178,7 +1126,7 @@ def test_batch_hooks_follow_cache_changes_between_cycles() -> None:
             cache.add_node(n)
         live: list[Pod] = []
         snap = Snapshot()
-        fast = InterPodAffinity(None, TableHandle(snap, RNS_OBJECTS))  # type: ignore[arg-type]
+        fast = InterPodAffinity(None, make_handle(snap, objects=RNS_OBJECTS))
         # the same incoming pod every cycle, as a workload of replicas: the caches are reused
         incoming = rand_pod(rng, "incoming", p=0.6)
         for step in range(15):
@@ -1195,7 +1143,7 @@ def test_batch_hooks_follow_cache_changes_between_cycles() -> None:
                 cache.update_node(nodes[i], new)
                 nodes[i] = new
             cache.update_snapshot(snap)
-            slow = InterPodAffinity(None, FakeHandle(list(snap.list()), RNS_OBJECTS))  # type: ignore[arg-type]
+            slow = InterPodAffinity(None, make_handle(plain_snapshot(snap.list()), objects=RNS_OBJECTS))
             compare_cycle(rng, fast, slow, snap, incoming)
 
 
@@ -1213,7 +1161,7 @@ def test_existing_terms_index_follows_pods_and_nodes_with_a_new_incoming_pod_eac
             cache.add_node(n)
         live: list[Pod] = []
         snap = Snapshot()
-        fast = InterPodAffinity(rand_args(rng), TableHandle(snap, RNS_OBJECTS))  # type: ignore[arg-type]
+        fast = InterPodAffinity(rand_args(rng), make_handle(snap, objects=RNS_OBJECTS))
         for step in range(20):
             r = rng.random()
             if r < 0.45 or not live:
@@ -1228,7 +1176,7 @@ def test_existing_terms_index_follows_pods_and_nodes_with_a_new_incoming_pod_eac
                 cache.update_node(nodes[i], new)
                 nodes[i] = new
             cache.update_snapshot(snap)
-            slow = InterPodAffinity(fast.args, FakeHandle(list(snap.list()), RNS_OBJECTS))  # type: ignore[arg-type]
+            slow = InterPodAffinity(fast.args, make_handle(plain_snapshot(snap.list()), objects=RNS_OBJECTS))
             compare_cycle(rng, fast, slow, snap, rand_pod(rng, f"in{step}", p=0.4))
             index_used += fast._existing._size == len(snap.list())
     assert index_used > 500
@@ -1242,7 +1190,7 @@ def test_batch_hooks_fall_back_for_stale_rows() -> None:
     for _ in range(150):
         nodes = [rand_node(rng, i) for i in range(rng.randint(2, 8))]
         snap = Snapshot.from_nodes(nodes, rand_pods(rng, nodes, rng.randint(1, 20), "e"))
-        fast = InterPodAffinity(None, TableHandle(snap, RNS_OBJECTS))  # type: ignore[arg-type]
+        fast = InterPodAffinity(None, make_handle(snap, objects=RNS_OBJECTS))
         incoming = rand_pod(rng, "incoming", p=0.6)
         state = CycleState()
         _, st = fast.pre_filter(state, incoming, snap.list())
@@ -1286,7 +1234,7 @@ def test_batch_hooks_follow_namespace_label_changes() -> None:
     pods = [pod("e1", {"x": "1"}, anti, "default", "n1"), pod("e2", {"x": "2"}, pref, "default", "n2")]
     snap = Snapshot.from_nodes(nodes, pods)
     ns_obj = namespace("blue", team="team1")
-    pl = InterPodAffinity(None, TableHandle(snap, FakeObjects(ns_obj)))  # type: ignore[arg-type]
+    pl = InterPodAffinity(None, make_handle(snap, objects=[ns_obj]))
     incoming = pod("in", {"app": "a"}, None, "blue")
     batch = NodeBatch(snap.list(), snap.node_table())
 
@@ -1313,8 +1261,8 @@ def test_add_and_remove_pod_on_a_fresh_fast_state() -> None:
     for _ in range(150):
         nodes = [rand_node(rng, i) for i in range(rng.randint(2, 8))]
         snap = Snapshot.from_nodes(nodes, rand_pods(rng, nodes, rng.randint(1, 20), "e"))
-        fast = InterPodAffinity(None, TableHandle(snap, RNS_OBJECTS))  # type: ignore[arg-type]
-        slow = InterPodAffinity(None, FakeHandle(list(snap.list()), RNS_OBJECTS))  # type: ignore[arg-type]
+        fast = InterPodAffinity(None, make_handle(snap, objects=RNS_OBJECTS))
+        slow = InterPodAffinity(None, make_handle(plain_snapshot(snap.list()), objects=RNS_OBJECTS))
         incoming = rand_pod(rng, "incoming", p=0.6)
         fs, ss = CycleState(), CycleState()
         _, st = fast.pre_filter(fs, incoming, snap.list())

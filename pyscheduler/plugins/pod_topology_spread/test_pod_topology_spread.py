@@ -29,7 +29,7 @@ from pyscheduler.plugins.pod_topology_spread import (
     go_round,
     go_round_array,
 )
-from pyscheduler.testing import score_list
+from pyscheduler.testing import make_handle, plain_snapshot, score_list
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 HOST = "kubernetes.io/hostname"
@@ -41,55 +41,7 @@ BAR = {"bar": ""}
 OK = Code.SUCCESS
 UNSCHED = Code.UNSCHEDULABLE
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-
-
-# ------------------------------------------------------------------------------------------- fakes
-
-
-class FakeSnapshot:
-    def __init__(self, infos: list[NodeInfo]) -> None:
-        self.infos = infos
-
-    def list(self) -> Sequence[NodeInfo]:
-        return self.infos
-
-    def get(self, name: str) -> NodeInfo | None:
-        return next((n for n in self.infos if n.name == name), None)
-
-    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
-        return [n for n in self.infos if n.pods_with_affinity]
-
-    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
-        return [n for n in self.infos if n.pods_with_required_anti_affinity]
-
-    def num_nodes_with_image(self, image: str) -> int:
-        return 0
-
-
-class FakeObjects:
-    def __init__(self, *objs: dict[str, Any]) -> None:
-        self.objs = list(objs)
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        for o in self.objs:
-            m = o.get("metadata", {})
-            if o["kind"] == kind and m.get("name") == name and m.get("namespace", "") == namespace:
-                return o
-        return None
-
-    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        return [
-            o
-            for o in self.objs
-            if o["kind"] == kind
-            and (namespace is None or o.get("metadata", {}).get("namespace") == namespace)
-        ]
-
-
-class FakeHandle:
-    def __init__(self, infos: list[NodeInfo], objects: FakeObjects | None = None) -> None:
-        self.snapshot = FakeSnapshot(infos)
-        self.objects = objects
+JSON = dict[str, Any]
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -146,8 +98,9 @@ def score_all(pl: PodTopologySpread, pod: Pod, candidates: list[NodeInfo]) -> di
     return {s.name: s.score for s in scores}
 
 
-def plugin(infos: list[NodeInfo], objects: FakeObjects | None = None, **args: Any) -> PodTopologySpread:
-    return PodTopologySpread(PLUGIN.decode(args, "args"), FakeHandle(infos, objects))  # type: ignore[arg-type]
+def plugin(infos: list[NodeInfo], objects: Sequence[JSON] = (), **args: Any) -> PodTopologySpread:
+    """The plugin over ``infos`` as built (no NodeTable: node by node) with ``objects`` in its handle."""
+    return PodTopologySpread(PLUGIN.decode(args, "args"), make_handle(plain_snapshot(infos), objects=objects))
 
 
 ZONE_NODES = [
@@ -879,70 +832,73 @@ SPREAD_4321 = n_pods("node-a", 4) + n_pods("node-b", 3) + n_pods("node-c", 2) + 
         (
             "system defaulting, nodes without zone, pod selected by a Service",
             make_pod("p").labels(FOO),
-            FakeObjects(service("s", FOO)),
+            [service("s", FOO)],
             {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
         ),
         (
             "Service in another namespace does not select the pod",
             make_pod("p").labels(FOO),
-            FakeObjects(service("s", FOO, ns="other")),
+            [service("s", FOO, ns="other")],
             None,
         ),
         (
             "Service with a nil selector selects nothing",
             make_pod("p").labels(FOO),
-            FakeObjects(service("s", None)),
+            [service("s", None)],
             None,
         ),
         (
             "Service with an empty selector adds no label: no defaults",
             make_pod("p").labels(FOO),
-            FakeObjects(service("s", {})),
+            [service("s", {})],
             None,
         ),
-        ("no Service, no owner: no defaults", make_pod("p").labels(FOO), FakeObjects(), None),
-        ("handle without objects: no defaults", make_pod("p").labels(FOO), None, None),
+        ("no Service, no owner: no defaults", make_pod("p").labels(FOO), [], None),
+        (
+            "objects of other kinds only: no defaults",
+            make_pod("p").labels(FOO),
+            [{"kind": "Namespace", "metadata": {"name": "default"}}],
+            None,
+        ),
         (
             "owned by a ReplicaSet",
             make_pod("p").labels(FOO).owner("ReplicaSet", "rs"),
-            FakeObjects(owner_obj("ReplicaSet", "rs", {"matchLabels": FOO})),
+            [owner_obj("ReplicaSet", "rs", {"matchLabels": FOO})],
             {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
         ),
         (
             "owned by a StatefulSet",
             make_pod("p").labels(FOO).owner("StatefulSet", "ss"),
-            FakeObjects(
-                owner_obj("StatefulSet", "ss", {"matchExpressions": [{"key": "foo", "operator": "Exists"}]})
-            ),
+            [owner_obj("StatefulSet", "ss", {"matchExpressions": [{"key": "foo", "operator": "Exists"}]})],
             {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
         ),
         (
             "owned by a ReplicationController",
             make_pod("p").labels(FOO).owner("ReplicationController", "rc"),
-            FakeObjects(owner_obj("ReplicationController", "rc", FOO)),
+            [owner_obj("ReplicationController", "rc", FOO)],
             {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
         ),
         (
             "owner not found: no defaults",
             make_pod("p").labels(FOO).owner("ReplicaSet", "gone"),
-            FakeObjects(),
+            [],
             None,
         ),
         (
             "unsupported owner kind: no defaults",
             make_pod("p").labels(FOO).owner("Job", "j"),
-            FakeObjects(owner_obj("Job", "j", {"matchLabels": FOO})),
+            [owner_obj("Job", "j", {"matchLabels": FOO})],
             None,
         ),
         (
             "a pod with its own constraints ignores the defaults",
             make_pod("p").labels(FOO).spread(1, HOST, DNS, FOO),
-            FakeObjects(service("s", FOO)),
+            [service("s", FOO)],
             None,
         ),
     ],
 )
-def test_system_default_constraints(name: str, builder: Any, objects: FakeObjects | None, want: Any) -> None:
+def test_system_default_constraints(name: str, builder: Any, objects: list[JSON], want: Any) -> None:
     infos = cluster(HOST4, SPREAD_4321)
     pl = plugin(infos, objects)
     assert score_all(pl, builder.obj(), infos) == want
@@ -953,7 +909,7 @@ def test_system_defaults_score_nodes_without_zone_but_list_defaults_do_not() -> 
     # with the same constraints given as a List, every topology key is required.
     nodes = [node("node-a", (), **{"topology.kubernetes.io/zone": "z1"}), node("node-b")]
     infos = cluster(nodes, n_pods("node-a", 1))
-    objs = FakeObjects(service("s", FOO))
+    objs = [service("s", FOO)]
     pod = make_pod("p").labels(FOO).obj()
     # node-a: 1*ln(4)+2 (hostname) + 1*ln(4)+4 (zone; node-b's missing zone counts as domain "") = 9
     # node-b: 0*ln(4)+2 = 2 -> 100*(9+2-9)//9 = 22 and 100
@@ -972,7 +928,7 @@ def test_system_defaults_score_nodes_without_zone_but_list_defaults_do_not() -> 
 
 def test_list_default_hard_constraints_filter_owned_pods() -> None:
     infos = cluster(ZONE_NODES, n_pods("node-a", 2))
-    objs = FakeObjects(owner_obj("ReplicaSet", "rs", {"matchLabels": FOO}))
+    objs = [owner_obj("ReplicaSet", "rs", {"matchLabels": FOO})]
     pl = plugin(
         infos,
         objs,
@@ -989,7 +945,7 @@ def test_list_default_hard_constraints_filter_owned_pods() -> None:
 
 def test_list_defaulting_with_no_constraints_means_no_defaults() -> None:
     infos = cluster(HOST4, SPREAD_4321)
-    pl = plugin(infos, FakeObjects(service("s", FOO)), defaultingType="List")
+    pl = plugin(infos, [service("s", FOO)], defaultingType="List")
     assert score_all(pl, make_pod("p").labels(FOO).obj(), infos) is None
 
 
@@ -1207,12 +1163,6 @@ KEYS = [HOST, RZONE, RACK]
 POD_LABELS = [{"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"}, {}, {"tier": "x"}]
 
 
-class TableHandle:
-    def __init__(self, snapshot: Any, objects: FakeObjects | None = None) -> None:
-        self.snapshot = snapshot
-        self.objects = objects
-
-
 def rand_node(rng: random.Random, i: int) -> Node:
     labels: dict[str, str] = {}
     if rng.random() < 0.9:
@@ -1338,10 +1288,10 @@ def test_batch_hooks_match_node_by_node_on_random_clusters() -> None:
         nodes = [rand_node(rng, i) for i in range(rng.randint(1, 14))]
         pods = rand_pods(rng, nodes, rng.randint(0, 30), "e")
         snap = Snapshot.from_nodes(nodes, pods)
-        objects = FakeObjects(service("svc", {"app": "a"})) if rng.random() < 0.5 else None
+        objects = [service("svc", {"app": "a"})] if rng.random() < 0.5 else []
         args = PLUGIN.decode(rand_args(rng), "args")
-        fast = PodTopologySpread(args, TableHandle(snap, objects))  # type: ignore[arg-type]
-        slow = PodTopologySpread(args, FakeHandle(list(snap.list()), objects))  # type: ignore[arg-type]
+        fast = PodTopologySpread(args, make_handle(snap, objects=objects))
+        slow = PodTopologySpread(args, make_handle(plain_snapshot(snap.list()), objects=objects))
         for _ in range(3):  # the caches carry over between pods
             got = compare_cycle(rng, fast, slow, snap, rand_incoming(rng, nodes))
             used["filter"] += got["filter"]
@@ -1360,7 +1310,7 @@ def test_batch_hooks_follow_cache_changes_between_cycles() -> None:
             cache.add_node(n)
         live: list[Pod] = []
         snap = Snapshot()
-        fast = PodTopologySpread(None, TableHandle(snap))  # type: ignore[arg-type]
+        fast = PodTopologySpread(None, make_handle(snap))
         for step in range(15):
             r = rng.random()
             if r < 0.5 or not live:
@@ -1375,7 +1325,7 @@ def test_batch_hooks_follow_cache_changes_between_cycles() -> None:
                 cache.update_node(nodes[i], new)
                 nodes[i] = new
             cache.update_snapshot(snap)
-            slow = PodTopologySpread(None, FakeHandle(list(snap.list())))  # type: ignore[arg-type]
+            slow = PodTopologySpread(None, make_handle(plain_snapshot(snap.list())))
             compare_cycle(rng, fast, slow, snap, rand_incoming(rng, nodes))
 
 
@@ -1387,7 +1337,7 @@ def test_batch_hooks_fall_back_for_stale_rows() -> None:
         nodes = [rand_node(rng, i) for i in range(rng.randint(2, 8))]
         pods = rand_pods(rng, nodes, rng.randint(1, 20), "e")
         snap = Snapshot.from_nodes(nodes, pods)
-        fast = PodTopologySpread(None, TableHandle(snap))  # type: ignore[arg-type]
+        fast = PodTopologySpread(None, make_handle(snap))
         pod = rand_incoming(rng, nodes)
         state = CycleState()
         _, st = fast.pre_filter(state, pod, snap.list())
@@ -1425,7 +1375,7 @@ def test_filter_nodes_sees_counts_updated_after_a_batch_call() -> None:
     nodes = [Node(name=n.name, labels={**n.labels, RZONE: n.labels["zone"]}) for n in nodes]
     pods = [pod_on("p1", "a", FOO)]
     snap = Snapshot.from_nodes(nodes, pods)
-    pl = PodTopologySpread(None, TableHandle(snap))  # type: ignore[arg-type]
+    pl = PodTopologySpread(None, make_handle(snap))
     pod = make_pod("in").labels(FOO).spread(1, RZONE, DNS, FOO).obj()
     state = CycleState()
     pl.pre_filter(state, pod, snap.list())
