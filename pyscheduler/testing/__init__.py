@@ -17,6 +17,7 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     snapshot_of                           here                                 a Snapshot of NodeInfos built with make_node_info
     plain_snapshot                        here                                 those NodeInfos as they are, without a NodeTable
     score_list                            here                                 score_nodes' result with a list of ints
+    filter_all, score_all                 here                                 one plugin's PreFilter+Filter / PreScore+Score+Normalize
     schedule                              pyscheduler.engine                   the real scheduler in process (no cluster)
 
 Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from pyscheduler.framework.clock import Clock
     from pyscheduler.framework.interfaces import ClusterObjects, SnapshotLister
     from pyscheduler.framework.runtime import FrameworkHandle, Nominator
-    from pyscheduler.framework.status import Status
+    from pyscheduler.framework.status import Code, Status
     from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
     from pyscheduler.testing.builders import (
         NodeBuilder,
@@ -54,6 +55,7 @@ __all__ = [
     "NodeBuilder",
     "PodBuilder",
     "Snapshot",
+    "filter_all",
     "make_cycle_state",
     "make_handle",
     "make_node",
@@ -62,6 +64,7 @@ __all__ = [
     "make_pod_group",
     "plain_snapshot",
     "schedule",
+    "score_all",
     "score_list",
     "snapshot_of",
 ]
@@ -99,6 +102,40 @@ def score_list(result: tuple[Any, Status | None]) -> tuple[list[int], Status | N
     ([...], None)``."""
     values, status = result
     return [int(v) for v in values], status
+
+
+def filter_all(plugin: Any, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, Code]:
+    """One plugin's PreFilter, then its Filter on each node, as the framework runs them: node name -> the
+    Filter's code (every node SUCCESS when PreFilter says Skip). Any other PreFilter status fails."""
+    from pyscheduler.framework.cycle_state import CycleState
+    from pyscheduler.framework.status import Code, code_of
+
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return {n.name: Code.SUCCESS for n in nodes}
+    assert status is None, status
+    return {n.name: code_of(plugin.filter(state, pod, n)) for n in nodes}
+
+
+def score_all(plugin: Any, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+    """One plugin's PreScore, Score on each node and NormalizeScore, as the framework runs them: node name
+    -> the normalized score; None when PreScore says Skip. Any other non-success status fails."""
+    from pyscheduler.framework.cycle_state import CycleState
+    from pyscheduler.framework.interfaces import NodeScore
+
+    state = CycleState()
+    status = plugin.pre_score(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return None
+    assert status is None, status
+    scores = []
+    for n in nodes:
+        value, score_status = plugin.score(state, pod, n)
+        assert score_status is None, score_status
+        scores.append(NodeScore(n.name, value))
+    assert plugin.normalize_score(state, pod, scores) is None
+    return {s.name: s.score for s in scores}
 
 
 class _Nominations:

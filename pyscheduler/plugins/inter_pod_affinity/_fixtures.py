@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.interfaces import NodeScore
-from pyscheduler.framework.status import Code, code_of
+from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Node, NodeInfo, Pod
 from pyscheduler.plugins.inter_pod_affinity import (
     PLUGIN,
@@ -94,30 +92,6 @@ def plugin(infos: list[NodeInfo], objects: Sequence[JSON] | None = None, **args:
     """The plugin over ``infos`` as built (no NodeTable: node by node) with ``objects`` in its handle."""
     handle = make_handle(plain_snapshot(infos), objects=objects or ())
     return InterPodAffinity(PLUGIN.decode(args, "args"), handle)
-
-
-def filter_all(pl: InterPodAffinity, p: Pod, infos: list[NodeInfo]) -> dict[str, Code]:
-    state = CycleState()
-    _, st = pl.pre_filter(state, p, infos)
-    if st is not None and st.is_skip():
-        return {n.name: OK for n in infos}
-    assert st is None, st
-    return {n.name: code_of(pl.filter(state, p, n)) for n in infos}
-
-
-def score_all(pl: InterPodAffinity, p: Pod, candidates: list[NodeInfo]) -> dict[str, int] | None:
-    state = CycleState()
-    st = pl.pre_score(state, p, candidates)
-    if st is not None and st.is_skip():
-        return None
-    assert st is None, st
-    scores = []
-    for n in candidates:
-        s, sst = pl.score(state, p, n)
-        assert sst is None
-        scores.append(NodeScore(n.name, s))
-    assert pl.normalize_score(state, p, scores) is None
-    return {s.name: s.score for s in scores}
 
 
 REGION_NODES = [

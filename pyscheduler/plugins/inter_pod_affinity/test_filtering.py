@@ -29,7 +29,6 @@ from pyscheduler.plugins.inter_pod_affinity._fixtures import (
     UNSCHED,
     cluster,
     codes,
-    filter_all,
     mk_node,
     plugin,
     pod,
@@ -37,6 +36,7 @@ from pyscheduler.plugins.inter_pod_affinity._fixtures import (
     sel_in,
     term,
 )
+from pyscheduler.testing import filter_all
 from pyscheduler.testing.builders import make_node_info
 
 # ------------------------------------------------------------------------------------------- Filter

@@ -23,11 +23,11 @@ from pyscheduler.plugins.inter_pod_affinity._fixtures import (
     pod,
     preferred,
     required,
-    score_all,
     sel_in,
     term,
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import ParsedAffinity, terms_of
+from pyscheduler.testing import score_all
 from pyscheduler.testing.builders import make_node_info
 
 # ------------------------------------------------------------------------------------------- Score

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.interfaces import NodeScore
-from pyscheduler.framework.status import Code, code_of
+from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import Node, NodeInfo, Pod, Taint
 from pyscheduler.plugins.pod_topology_spread import (
     PLUGIN,
@@ -57,30 +55,6 @@ def cluster(nodes: list[Node], pods: list[Pod]) -> list[NodeInfo]:
     for n in nodes:
         infos.append(make_node_info(n, *[p for p in pods if p.node_name == n.name]))
     return infos
-
-
-def filter_all(pl: PodTopologySpread, pod: Pod, infos: list[NodeInfo]) -> dict[str, Code]:
-    state = CycleState()
-    _, st = pl.pre_filter(state, pod, infos)
-    if st is not None and st.is_skip():
-        return {n.name: OK for n in infos}
-    assert st is None
-    return {n.name: code_of(pl.filter(state, pod, n)) for n in infos}
-
-
-def score_all(pl: PodTopologySpread, pod: Pod, candidates: list[NodeInfo]) -> dict[str, int] | None:
-    state = CycleState()
-    st = pl.pre_score(state, pod, candidates)
-    if st is not None and st.is_skip():
-        return None
-    assert st is None
-    scores = []
-    for n in candidates:
-        s, sst = pl.score(state, pod, n)
-        assert sst is None
-        scores.append(NodeScore(n.name, s))
-    assert pl.normalize_score(state, pod, scores) is None
-    return {s.name: s.score for s in scores}
 
 
 def plugin(infos: list[NodeInfo], objects: Sequence[JSON] = (), **args: Any) -> PodTopologySpread:

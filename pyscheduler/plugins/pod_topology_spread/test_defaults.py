@@ -18,14 +18,13 @@ from pyscheduler.plugins.pod_topology_spread._fixtures import (
     ZONE,
     ZONE_NODES,
     cluster,
-    filter_all,
     n_pods,
     node,
     owner_obj,
     plugin,
-    score_all,
     service,
 )
+from pyscheduler.testing import filter_all, score_all
 from pyscheduler.testing.builders import make_pod
 
 # ------------------------------------------------------------------------------------------- defaults

@@ -26,11 +26,11 @@ from pyscheduler.plugins.pod_topology_spread._fixtures import (
     ZONE,
     ZONE_NODES,
     cluster,
-    filter_all,
     node,
     plugin,
     pod_on,
 )
+from pyscheduler.testing import filter_all
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 # ------------------------------------------------------------------------------------------- Filter

@@ -30,8 +30,8 @@ from pyscheduler.plugins.pod_topology_spread._fixtures import (
     node,
     plugin,
     pod_on,
-    score_all,
 )
+from pyscheduler.testing import score_all
 from pyscheduler.testing.builders import make_node_info, make_pod
 
 # ------------------------------------------------------------------------------------------- Score
