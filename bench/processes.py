@@ -4,7 +4,6 @@ with the summary of its samples."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
@@ -12,28 +11,25 @@ import signal
 import ssl
 import subprocess
 import tempfile
-import time
-import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.workloads import SCHEDULER_NAME
-from pyscheduler.testing.cluster import LocalCluster, free_port
+from pyscheduler.testing.cluster import (
+    LocalCluster,
+    free_port,
+    spawn_logged,
+    stop_process_group,
+    wait_http_ready,
+)
 from pyscheduler.testing.daemon import SchedulerProcess
 
 KUBE = "kube-scheduler"
 PY = "pyscheduler"
 SCHEDULERS = (KUBE, PY)
 QPS = 5000
-
-
-def _pdeathsig() -> None:  # in the child between fork and exec: die with the benchmark
-    with contextlib.suppress(OSError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
 # ------------------------------------------------------------------------------------------ schedulers
@@ -74,41 +70,16 @@ class KubeScheduler:
         return self.proc.pid
 
     def start(self, timeout: float = 60.0) -> None:
-        with open(self.log, "ab") as f:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_pdeathsig,
-            )
+        self.proc = spawn_logged(self.argv, self.log)  # dies with the benchmark
+        url = f"https://127.0.0.1:{self.port}/readyz"
         ctx = ssl._create_unverified_context()  # its own self-signed loopback certificate
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", timeout=1, context=ctx) as r,
-            ):
-                if r.status == 200:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"kube-scheduler not ready after {timeout}s:\n{self.log_tail()}")
+        wait_http_ready(self.proc, url, timeout, "kube-scheduler", self.log_tail, context=ctx)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop_process_group(self.proc, 15)
 
     def log_tail(self, n: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log.exists() else ""

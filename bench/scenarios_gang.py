@@ -9,17 +9,19 @@ the scheduler starts, so the whole group is pending at once.
 Every decision is unique (batch pods get no score-tie judging, and kube orders a group's pods partly by
 Go map iteration): pods are pinned to their node by ``kubernetes.io/hostname``, or the group has one
 possible node, or (the preemption scenarios) the members' priorities fix their order and the victims'
-priorities the node each member preempts on. Registered from ``bench/scenarios.py`` (its last lines).
+priorities the node each member preempts on. Registered by ``bench/scenarios.py``.
 """
 
 from __future__ import annotations
 
-from bench.scenarios import HOST, ZONE, Scenario, bound, node, pod, priority_class, scenario
+from collections.abc import Mapping, Sequence
+
+from bench.scenario_builders import HOST, ZONE, Scenario, bound, node, pod, priority_class, scenario
 from pyscheduler.testing.builders import PodBuilder, make_pod_group
 
 GANG_PLUGINS = ("GangScheduling",)
 PREEMPT_PLUGINS = ("GangScheduling", "DefaultPreemption")
-# the preemption scenarios' PriorityClasses (bench/scenarios.py's names and values)
+# the preemption scenarios' PriorityClasses (bench/scenarios_preempt.py's names and values)
 PRIORITY_CLASSES = [priority_class(f"diff-p{v}", v) for v in (100, 200, 1000, 2000)]
 
 
@@ -46,6 +48,22 @@ def prefers(b: PodBuilder, host: str) -> PodBuilder:
 def pod_group(name: str = "pg", min_count: int | None = None, topology_key: str = "") -> dict[str, object]:
     """A PodGroup in the scenario's namespace (the runner fills in namespace "")."""
     return make_pod_group(name, "", min_count=min_count, topology_key=topology_key)
+
+
+def gang_preempt(
+    name: str, description: str, victims: Mapping[str, int], members: Sequence[PodBuilder]
+) -> Scenario:
+    """Two 2-CPU nodes, each full with a victim of the given priority (``{node: priority}``; a node not
+    named is empty), and a gang of ``members`` (minCount: all of them) that fits only by preempting."""
+    return scenario(
+        name,
+        description,
+        PREEMPT_PLUGINS,
+        [node("n1", "2"), node("n2", "2")],
+        existing=[bound(prio(pod(f"v{p}", cpu="2"), f"diff-p{p}"), host) for host, p in victims.items()],
+        objects=[*PRIORITY_CLASSES, pod_group(min_count=len(members))],
+        batch=members,
+    )
 
 
 GANG_SCENARIOS: list[Scenario] = [
@@ -90,50 +108,35 @@ GANG_SCENARIOS: list[Scenario] = [
         objects=[pod_group(min_count=2, topology_key=ZONE)],
         batch=[member("g1", "1"), member("g2", "1")],
     ),
-    scenario(
+    gang_preempt(
         "gang-preempt",
         "a gang that fits only by preempting: the second member sees the first assumed where it preempts "
         "(the cheaper victim's node), so it preempts on the other; the group waits for the victims, then "
         "binds whole",
-        PREEMPT_PLUGINS,
-        [node("n1", "2"), node("n2", "2")],
-        existing=[
-            bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
-            bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
-        ],
-        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
+        {"n1": 100, "n2": 200},
         # g1 pinned: kube retries the group at once, while the victims are still going; had v200 gone
         # first, an unpinned g1 would take n2 and g2 preempt on n1 (seen in kube-scheduler's runs)
-        batch=[
+        [
             prio(member("g1", "2", host="n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
         ],
     ),
-    scenario(
+    gang_preempt(
         "gang-preempt-one",
         "one member fits, the other must preempt: both wait for the preemption, each nominated where it "
         "was tried, then bind there",
-        PREEMPT_PLUGINS,
-        [node("n1", "2"), node("n2", "2")],
-        existing=[bound(prio(pod("v100", cpu="2"), "diff-p100"), "n2")],
-        objects=[*PRIORITY_CLASSES, pod_group(min_count=2)],
-        batch=[
+        {"n2": 100},
+        [
             prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
         ],
     ),
-    scenario(
+    gang_preempt(
         "gang-preempt-not-enough",
         "two members could preempt, the third fits nowhere: nothing bound (the victims go all the same: "
         "kube 1.36 preempts pod by pod)",
-        PREEMPT_PLUGINS,
-        [node("n1", "2"), node("n2", "2")],
-        existing=[
-            bound(prio(pod("v100", cpu="2"), "diff-p100"), "n1"),
-            bound(prio(pod("v200", cpu="2"), "diff-p200"), "n2"),
-        ],
-        objects=[*PRIORITY_CLASSES, pod_group(min_count=3)],
-        batch=[
+        {"n1": 100, "n2": 200},
+        [
             prio(prefers(member("g1", "2"), "n1"), "diff-p2000"),
             prio(prefers(member("g2", "2"), "n2"), "diff-p1000"),
             prio(member("g3", "3"), "diff-p1000"),

@@ -4,11 +4,10 @@ status, deletes that wait for finalizers to go, and the devices an allocated cla
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bench.differential.common import FINALIZED_KINDS, JSON, KINDS, POLL, RunError
+from bench.differential.common import FINALIZED_KINDS, JSON, KINDS, RunError, wait_for
 from pyscheduler.testing.cluster import LocalCluster
 
 
@@ -121,14 +120,13 @@ class Api:
 
     def wait_gone(self, paths: Iterable[str], timeout: float = 30.0) -> None:
         left = list(paths)
-        deadline = time.monotonic() + timeout
-        while left:
-            left = [p for p in left if self.get(p) is not None]
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                raise RunError(f"still present after {timeout:.0f}s: {left[:5]}")
-            time.sleep(POLL)
+
+        def gone() -> bool | None:
+            left[:] = [p for p in left if self.get(p) is not None]
+            return True if not left else None
+
+        if wait_for(gone, timeout) is None:
+            raise RunError(f"still present after {timeout:.0f}s: {left[:5]}")
 
     def bound_pods(self) -> dict[str, str]:
         """ns/name -> node of every bound, not terminating pod in the cluster."""

@@ -1,10 +1,14 @@
 """What every part of the differential run shares: the scheduler name and profile, the timeouts, the object
-kinds it creates (and their collection paths), the feature gates a gang scenario needs, ``RunError``."""
+kinds it creates (and their collection paths), the feature gates a gang scenario needs, ``RunError``,
+and ``wait_for``, the one polling loop."""
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.scenarios import Scenario
 
@@ -82,3 +86,20 @@ FINALIZED_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "PodGroup", "Res
 
 class RunError(RuntimeError):
     pass
+
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float = math.inf, interval: float = POLL) -> T | None:
+    """Call ``probe`` every ``interval`` seconds until it returns something other than None, and return
+    that; None once ``timeout`` seconds have passed (``probe`` has then been called once after the
+    deadline). Without a timeout the probe decides itself when to give up (returning its verdict)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got is not None:
+            return got
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)

@@ -18,11 +18,11 @@ from bench.differential.common import (
     GATED_SETTLE,
     JSON,
     KINDS,
-    POLL,
     PREEMPT_SETTLE,
     PREEMPT_TIMEOUT,
     SCHEDULER_NAME,
     RunError,
+    wait_for,
 )
 from bench.differential.devicestatus import DeviceStatusReporter
 from bench.differential.records import Outcome
@@ -133,14 +133,14 @@ class ScenarioRunner:
         that KWOK's own status does not overwrite it; container statuses are merged by name."""
         path = self.api.path_of(self._fill(p))
         want = p["status"]
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def started() -> JSON | None:
             cur = self.api.get(path)
-            if cur is not None and (cur.get("status") or {}).get("podIP"):
-                break
-            if time.monotonic() > deadline:
-                raise RunError(f"{path}: KWOK did not start the pod within {timeout:.0f}s")
-            time.sleep(POLL)
+            return cur if cur is not None and (cur.get("status") or {}).get("podIP") else None
+
+        cur = wait_for(started, timeout)
+        if cur is None:
+            raise RunError(f"{path}: KWOK did not start the pod within {timeout:.0f}s")
         for attempt in range(5):
             st = cur.setdefault("status", {})
             for key in ("containerStatuses", "initContainerStatuses"):
@@ -212,13 +212,14 @@ class ScenarioRunner:
         start = time.monotonic() if start is None else start
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
         first_pending: float | None = None
-        while True:
+
+        def decided() -> Outcome | None:
+            nonlocal first_pending
             p = self.api.get(path)
             now = time.monotonic()
-            if p is None:
-                return Outcome(reason="Deleted", seconds=now - start)
-            if p["spec"].get("nodeName"):
-                return Outcome(node=p["spec"]["nodeName"], seconds=now - start)
+            done = _bound_or_deleted(p, now - start)
+            if done is not None or p is None:
+                return done
             st = p.get("status") or {}
             nominated = st.get("nominatedNodeName") or ""
             cond = next((c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
@@ -257,19 +258,21 @@ class ScenarioRunner:
                     seconds=now - start,
                     message="no decision within the timeout",
                 )
-            time.sleep(POLL)
+            return None
+
+        return _decided(wait_for(decided))
 
     def failed_scheduling_note(self, ns: str, uid: str) -> str:
-        deadline = time.monotonic() + EVENT_WAIT
         q = f"?fieldSelector=involvedObject.uid%3D{uid},reason%3DFailedScheduling"
-        while True:
+
+        def latest() -> str | None:
             items = self.api.items(f"/api/v1/namespaces/{ns}/events{q}")
-            if items:
-                items.sort(key=lambda e: e.get("eventTime") or e.get("lastTimestamp") or "")
-                return str(items[-1].get("message") or "")
-            if time.monotonic() > deadline:
-                return ""
-            time.sleep(0.1)
+            if not items:
+                return None
+            items.sort(key=lambda e: e.get("eventTime") or e.get("lastTimestamp") or "")
+            return str(items[-1].get("message") or "")
+
+        return wait_for(latest, EVENT_WAIT, interval=0.1) or ""
 
     def pod_claims(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """The pod's claims: its name for each in spec.resourceClaims (and "extended-resources" for the
@@ -294,13 +297,8 @@ class ScenarioRunner:
         out: dict[str, list[str]] = {}
         for ref, claim_name in self.pod_claims(pod).items():
             path = f"{KINDS['ResourceClaim'][0].format(ns=ns)}/{claim_name}"
-            deadline = time.monotonic() + timeout
-            claim = self.api.get(path) if claim_name else None
-            while claim is not None and not (claim.get("status") or {}).get("allocation"):
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(POLL)
-                claim = self.api.get(path)
+            # the claim once allocated (or gone: None); still unallocated at the timeout: as it is then
+            claim = self._claim_until(path, allocated=True, timeout=timeout) if claim_name else None
             out[ref] = allocated_devices(claim) if claim is not None else ["<no claim>"]
         return out
 
@@ -314,13 +312,21 @@ class ScenarioRunner:
         deadline = time.monotonic() + timeout
         for claim_name in claims:
             path = f"{KINDS['ResourceClaim'][0].format(ns=ns)}/{claim_name}"
-            while True:
-                c = self.api.get(path)
-                if c is None or not (c.get("status") or {}).get("allocation"):
-                    break
-                if time.monotonic() > deadline:
-                    raise RunError(f"claim {ns}/{claim_name} still allocated {timeout:.0f}s after {key} went")
-                time.sleep(POLL)
+            c = self._claim_until(path, allocated=False, timeout=max(0.0, deadline - time.monotonic()))
+            if c is not None and (c.get("status") or {}).get("allocation"):
+                raise RunError(f"claim {ns}/{claim_name} still allocated {timeout:.0f}s after {key} went")
+
+    def _claim_until(self, path: str, allocated: bool, timeout: float) -> JSON | None:
+        """The claim at ``path`` once it is (or is no longer) allocated, or gone (None); at the timeout, the
+        claim as it is then."""
+
+        def reached() -> tuple[JSON | None] | None:
+            c = self.api.get(path)
+            done = c is None or bool((c.get("status") or {}).get("allocation")) == allocated
+            return (c,) if done else None
+
+        got = wait_for(reached, timeout)
+        return got[0] if got is not None else self.api.get(path)
 
     def delete_pod(self, key: str) -> None:
         ns, name = key.split("/", 1)
@@ -394,13 +400,13 @@ class ScenarioRunner:
         pending at ``timeout``: its latest PodScheduled condition and FailedScheduling note."""
         start = time.monotonic()
         path = f"/api/v1/namespaces/{ns}/pods/{name}"
-        while True:
+
+        def bound() -> Outcome | None:
             p = self.api.get(path)
             now = time.monotonic()
-            if p is None:
-                return Outcome(reason="Deleted", seconds=now - start)
-            if p["spec"].get("nodeName"):
-                return Outcome(node=p["spec"]["nodeName"], seconds=now - start)
+            done = _bound_or_deleted(p, now - start)
+            if done is not None or p is None:
+                return done
             if now - start > timeout:
                 st = p.get("status") or {}
                 cond: dict[str, Any] = next(
@@ -413,7 +419,9 @@ class ScenarioRunner:
                 )
                 out.message = self.failed_scheduling_note(ns, p["metadata"]["uid"]) or out.condition_message
                 return out
-            time.sleep(POLL)
+            return None
+
+        return _decided(wait_for(bound))
 
     def place(self, p: JSON, keep_state: bool) -> PodRun:
         api = self.api
@@ -446,3 +454,18 @@ class ScenarioRunner:
         out.victims = sorted(k for k in before if k not in run.post)
         run.outcome = out
         return run
+
+
+def _bound_or_deleted(pod: JSON | None, seconds: float) -> Outcome | None:
+    """The outcome of a pod that is gone or bound; None while it is pending."""
+    if pod is None:
+        return Outcome(reason="Deleted", seconds=seconds)
+    if pod["spec"].get("nodeName"):
+        return Outcome(node=pod["spec"]["nodeName"], seconds=seconds)
+    return None
+
+
+def _decided(out: Outcome | None) -> Outcome:
+    """``wait_for``'s answer without a timeout: the probe returns its own timeout verdict."""
+    assert out is not None
+    return out

@@ -3,46 +3,28 @@ a kube-controller-manager running only the controllers a scenario needs."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
 import re
-import signal
 import ssl
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
 from bench.differential.common import API_VERSION, DRA_KINDS, JSON, POLL, PROFILE, RunError
 from bench.scenarios import Scenario
 from pyscheduler.parallel import FORCE_ENV
-from pyscheduler.testing.cluster import LocalCluster, free_port, stop_process_group
+from pyscheduler.testing.cluster import (
+    LocalCluster,
+    free_port,
+    spawn_logged,
+    stop_process_group,
+    wait_http_ready,
+)
 from pyscheduler.testing.daemon import SchedulerProcess
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """A child in its own session that is killed if this process dies (even by SIGKILL)."""
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            argv,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
 
 
 def configuration(kubeconfig: Path | None, plugin_config: Sequence[JSON] = ()) -> JSON:
@@ -94,23 +76,21 @@ class KubeScheduler:
         ]
         if self.feature_gates:
             argv.append(f"--feature-gates={self.feature_gates}")
-        self.proc = _spawn(argv, self.log_path)
+        self.proc = spawn_logged(argv, self.log_path)
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RunError(f"kube-scheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            url = f"https://127.0.0.1:{self.port}/readyz"
-            with (
-                contextlib.suppress(OSError, urllib.error.URLError),
-                urllib.request.urlopen(url, timeout=1, context=ctx) as r,
-            ):
-                if r.status == 200:
-                    return
-            time.sleep(POLL)
-        raise RunError(f"kube-scheduler not ready after {timeout:.0f}s:\n{self.log_tail()}")
+        url = f"https://127.0.0.1:{self.port}/readyz"
+        wait_http_ready(
+            self.proc,
+            url,
+            timeout,
+            "kube-scheduler",
+            self.log_tail,
+            context=ctx,
+            interval=POLL,
+            error=RunError,
+        )
 
     def log_tail(self, n: int = 30) -> str:
         if not self.log_path.exists():
@@ -245,7 +225,7 @@ class ControllerManager:
             "--use-service-account-credentials=false",
             "--v=1",
         ]
-        self.proc = _spawn(argv, self.log_path)
+        self.proc = spawn_logged(argv, self.log_path)
         time.sleep(1.0)
         if self.proc.poll() is not None:
             raise RunError(
@@ -253,13 +233,4 @@ class ControllerManager:
             )
 
     def stop(self) -> None:
-        p = self.proc
-        if p is None or p.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
+        stop_process_group(self.proc, 10)

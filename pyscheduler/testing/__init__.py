@@ -15,7 +15,9 @@ or the daemon runner: a plugin's unit tests stay pure and fast.
     Snapshot                              pyscheduler.backend.snapshot         Snapshot.from_nodes(nodes, pods)
     make_handle                           here                                 a FrameworkHandle for a plugin factory
     snapshot_of                           here                                 a Snapshot of NodeInfos built with make_node_info
+    plain_snapshot                        here                                 those NodeInfos as they are, without a NodeTable
     score_list                            here                                 score_nodes' result with a list of ints
+    filter_all, score_all                 here                                 one plugin's PreFilter+Filter / PreScore+Score+Normalize
     schedule                              pyscheduler.engine                   the real scheduler in process (no cluster)
 
 Submodules (``pyscheduler.testing.cluster``, ``.daemon``, ``.kube``...) are imported by name as usual;
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from pyscheduler.framework.clock import Clock
     from pyscheduler.framework.handle import FrameworkHandle, Nominator
     from pyscheduler.framework.interfaces import ClusterObjects, SnapshotLister
-    from pyscheduler.framework.status import Status
+    from pyscheduler.framework.status import Code, Status
     from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
     from pyscheduler.testing.builders import (
         NodeBuilder,
@@ -53,13 +55,16 @@ __all__ = [
     "NodeBuilder",
     "PodBuilder",
     "Snapshot",
+    "filter_all",
     "make_cycle_state",
     "make_handle",
     "make_node",
     "make_node_info",
     "make_pod",
     "make_pod_group",
+    "plain_snapshot",
     "schedule",
+    "score_all",
     "score_list",
     "snapshot_of",
 ]
@@ -97,6 +102,40 @@ def score_list(result: tuple[Any, Status | None]) -> tuple[list[int], Status | N
     ([...], None)``."""
     values, status = result
     return [int(v) for v in values], status
+
+
+def filter_all(plugin: Any, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, Code]:
+    """One plugin's PreFilter, then its Filter on each node, as the framework runs them: node name -> the
+    Filter's code (every node SUCCESS when PreFilter says Skip). Any other PreFilter status fails."""
+    from pyscheduler.framework.cycle_state import CycleState
+    from pyscheduler.framework.status import Code, code_of
+
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return {n.name: Code.SUCCESS for n in nodes}
+    assert status is None, status
+    return {n.name: code_of(plugin.filter(state, pod, n)) for n in nodes}
+
+
+def score_all(plugin: Any, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
+    """One plugin's PreScore, Score on each node and NormalizeScore, as the framework runs them: node name
+    -> the normalized score; None when PreScore says Skip. Any other non-success status fails."""
+    from pyscheduler.framework.cycle_state import CycleState
+    from pyscheduler.framework.interfaces import NodeScore
+
+    state = CycleState()
+    status = plugin.pre_score(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return None
+    assert status is None, status
+    scores = []
+    for n in nodes:
+        value, score_status = plugin.score(state, pod, n)
+        assert score_status is None, score_status
+        scores.append(NodeScore(n.name, value))
+    assert plugin.normalize_score(state, pod, scores) is None
+    return {s.name: s.score for s in scores}
 
 
 class _Nominations:
@@ -178,3 +217,36 @@ def snapshot_of(*infos: NodeInfo) -> Snapshot:
                 )
             pods.append(pi.pod)
     return Snapshot.from_nodes(nodes, pods)
+
+
+class PlainSnapshot:
+    """A ``SnapshotLister`` over NodeInfos exactly as given (same objects, same order) and without a
+    ``NodeTable``: a plugin with a batch path over the snapshot's table takes its node-by-node path with
+    it. The reference side of a test that checks a batch path against the node-by-node one, and the view
+    for a test whose hand-built NodeInfos must be the ones the plugin reads."""
+
+    def __init__(self, infos: Iterable[NodeInfo]) -> None:
+        self._infos = list(infos)
+
+    def list(self) -> Sequence[NodeInfo]:
+        return self._infos
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return next((n for n in self._infos if n.name == node_name), None)
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        return [n for n in self._infos if n.pods_with_affinity]
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        return [n for n in self._infos if n.pods_with_required_anti_affinity]
+
+    def num_nodes_with_image(self, image: str) -> int:
+        return sum(
+            1 for n in self._infos if n.node is not None and any(image in i.names for i in n.node.images)
+        )
+
+
+def plain_snapshot(infos: Iterable[NodeInfo]) -> PlainSnapshot:
+    """``infos`` as a snapshot without a NodeTable (see ``PlainSnapshot``): ``make_handle(plain_snapshot(
+    infos))`` for a plugin that must read the NodeInfos a test built, node by node."""
+    return PlainSnapshot(infos)

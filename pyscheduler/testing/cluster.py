@@ -122,6 +122,51 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
         pass
 
 
+def spawn_logged(
+    argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own (``stop_process_group`` signals the whole group), its stdout
+    and stderr appended to ``log``, no stdin; the child is SIGKILLed when this process dies, even by
+    SIGKILL, so a crashed test or benchmark leaves no server behind."""
+    with open(log, "ab") as f:
+        return subprocess.Popen(
+            list(argv),
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            preexec_fn=_set_pdeathsig,
+        )
+
+
+def wait_http_ready(
+    proc: subprocess.Popen[Any],
+    url: str,
+    timeout: float,
+    what: str,
+    log_tail: Callable[[], str],
+    *,
+    context: ssl.SSLContext | None = None,
+    interval: float = 0.1,
+    error: type[Exception] = RuntimeError,
+) -> None:
+    """Poll ``url`` (a /readyz) until it answers 200. ``error`` with ``log_tail()`` if ``proc`` exits first
+    or ``timeout`` seconds pass; ``context`` for an HTTPS server (e.g. one with a self-signed certificate)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise error(f"{what} exited with {proc.returncode}:\n{log_tail()}")
+        with (
+            contextlib.suppress(OSError),  # refused, reset, or an HTTP error status (URLError is an OSError)
+            urllib.request.urlopen(url, timeout=1, context=context) as r,
+        ):
+            if r.status == 200:
+                return
+        time.sleep(interval)
+    raise error(f"{what} not ready after {timeout:.0f}s:\n{log_tail()}")
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(
         ["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -421,17 +466,7 @@ class LocalCluster:
     def _spawn(self, name: str, argv: list[str]) -> None:
         assert self.state_dir is not None
         log = self.state_dir / f"{name}.log"
-        f = open(log, "ab")  # noqa: SIM115 - owned by the child
-        popen = subprocess.Popen(
-            argv,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_set_pdeathsig,
-        )
-        f.close()
-        self.procs.append(_Proc(name, popen, log))
+        self.procs.append(_Proc(name, spawn_logged(argv, log), log))
 
     def _check_alive(self) -> None:
         for p in self.procs:

@@ -15,13 +15,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pyscheduler.testing.cluster import _set_pdeathsig, free_port
+from pyscheduler.testing.cluster import free_port, spawn_logged, wait_http_ready
 
 
 class SchedulerProcess:
@@ -63,33 +62,16 @@ class SchedulerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, wait_ready: float = 60.0) -> SchedulerProcess:
-        with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                preexec_fn=_set_pdeathsig,  # dies with the test process, even on kill -9
-            )
+        self.proc = spawn_logged(self.argv, self.log_path, self.env)  # dies with the test process
         if wait_ready:
             self.wait_ready(wait_ready)
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"pyscheduler exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as r,
-            ):
-                if r.status == 200:
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"pyscheduler not ready after {timeout}s:\n{self.log_tail()}")
+        assert self.proc is not None
+        wait_http_ready(
+            self.proc, f"http://127.0.0.1:{self.port}/readyz", timeout, "pyscheduler", self.log_tail
+        )
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:

@@ -27,8 +27,12 @@ PURE_THIRD_PARTY = {"numpy"}
 THIRD_PARTY_ALLOWED_IN_PLUGINS = {"structlog", "cel_expr_python", *PURE_THIRD_PARTY}
 
 
+# A plugin package's test support: the builders and fixtures its test_*.py modules share.
+TEST_SUPPORT = {"_fixtures.py", "conftest.py"}
+
+
 def modules() -> list[Path]:
-    return [p for p in ROOT.rglob("*.py") if not p.name.startswith("test_")]
+    return [p for p in ROOT.rglob("*.py") if not p.name.startswith("test_") and p.name not in TEST_SUPPORT]
 
 
 def imports(path: Path) -> set[str]:

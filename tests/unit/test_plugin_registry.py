@@ -362,6 +362,24 @@ def test_make_handle_serves_what_a_plugin_reads() -> None:
     assert list(make_handle().snapshot.list()) == []
 
 
+def test_plain_snapshot_lists_the_node_infos_given_without_a_table() -> None:
+    from pyscheduler.framework.node_rows import snapshot_table
+    from pyscheduler.framework.types import ContainerImage, Node
+    from pyscheduler.testing import make_node_info, make_pod, plain_snapshot
+
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k"}]}}
+    b = make_node_info(
+        Node(name="b", images=(ContainerImage(("img:1",)),)), make_pod("x").node("b").affinity(anti).obj()
+    )
+    a = make_node_info(Node(name="a", images=(ContainerImage(("img:1", "img:2")),)))
+    snap = plain_snapshot([b, a])
+    assert list(snap.list()) == [b, a] and snap.get("a") is a and snap.get("c") is None
+    assert list(snap.have_pods_with_affinity_list()) == [b]
+    assert list(snap.have_pods_with_required_anti_affinity_list()) == [b]
+    assert (snap.num_nodes_with_image("img:1"), snap.num_nodes_with_image("img:2")) == (2, 1)
+    assert snapshot_table(snap) is None  # plugins read it node by node
+
+
 # ------------------------------------------------------------------------------ docs/plugins.md
 
 

@@ -1,9 +1,8 @@
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
-from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.node_ports import (
@@ -15,6 +14,7 @@ from pyscheduler.plugins.node_ports import (
     fits,
     host_ports,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 
 # A port: (hostPort, protocol, hostIP)
@@ -177,4 +177,4 @@ def test_spec_takes_no_args() -> None:
     assert PLUGIN.decode(None, "args") is None
     with pytest.raises(ValueError, match=r"args\.ports"):
         PLUGIN.decode({"ports": 1}, "args")
-    assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), NodePorts)
+    assert isinstance(PLUGIN.new(None, make_handle()), NodePorts)

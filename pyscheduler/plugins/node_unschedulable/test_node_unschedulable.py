@@ -1,12 +1,11 @@
 import random
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
-from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo
@@ -17,6 +16,7 @@ from pyscheduler.plugins.node_unschedulable import (
     PLUGIN,
     NodeUnschedulable,
 )
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_cycle_state, make_node, make_node_info, make_pod
 
 KEY = "node.kubernetes.io/unschedulable"
@@ -120,7 +120,7 @@ def test_spec_takes_no_args() -> None:
     assert PLUGIN.decode(None, "args") is None
     with pytest.raises(ValueError, match=r"args\.foo"):
         PLUGIN.decode({"foo": 1}, "args")
-    assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), NodeUnschedulable)
+    assert isinstance(PLUGIN.new(None, make_handle()), NodeUnschedulable)
 
 
 # ------------------------------------------------------------------------------------ batch hooks

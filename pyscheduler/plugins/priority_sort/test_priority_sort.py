@@ -1,11 +1,11 @@
 from dataclasses import dataclass
-from typing import Any, cast
 
 import pytest
 
-from pyscheduler.framework.interfaces import Handle, QueueSortPlugin
+from pyscheduler.framework.interfaces import QueueSortPlugin
 from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.priority_sort import PLUGIN, PrioritySort
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_pod
 
 
@@ -63,5 +63,5 @@ def test_sorting_a_queue() -> None:
 def test_spec() -> None:
     assert PLUGIN.name == "PrioritySort"
     assert PLUGIN.decode(None, "args") is None
-    pl = PLUGIN.new(None, cast(Handle, cast(Any, None)))
+    pl = PLUGIN.new(None, make_handle())
     assert isinstance(pl, QueueSortPlugin)

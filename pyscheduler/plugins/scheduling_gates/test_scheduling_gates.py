@@ -1,11 +1,10 @@
-from typing import Any, cast
-
 import pytest
 
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
-from pyscheduler.framework.interfaces import Handle, PreEnqueuePlugin
+from pyscheduler.framework.interfaces import PreEnqueuePlugin
 from pyscheduler.framework.status import Code
 from pyscheduler.plugins.scheduling_gates import NAME, PLUGIN, SchedulingGates
+from pyscheduler.testing import make_handle
 from pyscheduler.testing.builders import make_pod
 
 
@@ -45,4 +44,4 @@ def test_events() -> None:
 def test_spec() -> None:
     assert PLUGIN.name == "SchedulingGates"
     assert PLUGIN.decode(None, "args") is None
-    assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), PreEnqueuePlugin)
+    assert isinstance(PLUGIN.new(None, make_handle()), PreEnqueuePlugin)

@@ -1,13 +1,13 @@
 import random
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from pyscheduler.framework.helpers import default_normalize_score
-from pyscheduler.framework.interfaces import Handle, NodeScore
+from pyscheduler.framework.interfaces import NodeScore
 from pyscheduler.framework.node_table import NodeBatch, NodeTable
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Taint, Toleration
@@ -20,7 +20,7 @@ from pyscheduler.plugins.taint_toleration import (
     untolerated_taint,
 )
 from pyscheduler.plugins.taint_toleration import batch as batch_mod
-from pyscheduler.testing import score_list
+from pyscheduler.testing import make_handle, score_list
 from pyscheduler.testing.builders import (
     NodeBuilder,
     PodBuilder,
@@ -299,7 +299,7 @@ def test_spec_takes_no_args() -> None:
     assert PLUGIN.decode({"apiVersion": "kubescheduler.config.k8s.io/v1"}, "args") is None
     with pytest.raises(ValueError, match=r"args\.x"):
         PLUGIN.decode({"x": 1}, "args")
-    assert isinstance(PLUGIN.new(None, cast(Handle, cast(Any, None))), TaintToleration)
+    assert isinstance(PLUGIN.new(None, make_handle()), TaintToleration)
 
 
 # ------------------------------------------------------------------------------------ batch hooks
