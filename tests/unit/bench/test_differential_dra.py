@@ -19,8 +19,8 @@ from bench.differential import (
     judge_one,
     uses_dra,
 )
+from bench.dra_builders import DraScenario, claims, exactly, first_available, sub
 from bench.scenarios import SCENARIOS, by_name
-from bench.scenarios_dra import DraScenario, claims, exactly, first_available, sub
 from pyscheduler.testing.builders import make_pod
 
 JSON = dict[str, Any]
