@@ -42,7 +42,7 @@ def test_pods_read_from_a_cluster_fail_with_kube_text_too() -> None:
     engine.add_nodes(nodes(2))
     (r,) = engine.schedule([pod]).values()
     assert not r.scheduled and r.reason == "Unschedulable"
-    assert r.message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert (r.message or "").startswith("0/2 nodes are available: 2 Insufficient cpu.")
 
 
 def test_queue_order_is_priority_sort() -> None:
