@@ -701,6 +701,18 @@ def probe_capacity(ctx: Ctx, timeout: float = 45.0) -> int:
     while time.monotonic() < end and chk.probes_bound() < len(nodes):
         time.sleep(0.5)
     left = chk.unbound_probes()
+    # the daemon's own view with only the probe pods left: pods it still queues beyond the unbound probes
+    # are ghosts (deleted pods it kept retrying); assumed pods or cached pods beyond the probes' are held
+    # capacity (a nomination shows in neither: only as a probe left pending)
+    time.sleep(1.5)  # the gauges are set once a second
+    for s in ctx.scheds:
+        if s.alive() and (g := scheduler_gauges(s)):
+            queued = sum(v for k, v in g.items() if k.startswith("queue_"))
+            ctx.notes.append(
+                f"{s.env.get('POD_NAME')} after the probe: {queued} pods queued ({len(left)} probes unbound), "
+                f"cache pods {g.get('cache_pods')} ({len(nodes) - len(left)} probes bound), assumed "
+                f"{g.get('cache_assumed_pods')}"
+            )
     for key, msg in left:
         chk.violations.append(Violation("leak", key, f"probe pod for a whole node not bound: {msg}", 0.0))
     ctx.notes.append(f"capacity probe: {len(nodes) - len(left)}/{len(nodes)} nodes took a whole-node pod")
@@ -1048,6 +1060,23 @@ def soak_minutes(
     return soak_rows
 
 
+def stop_schedulers(scheds: list[SchedulerProcess], ns: str, keep_logs: Path | None) -> dict[str, str]:
+    """Stop every replica (a SIGSTOPped one is woken first); their logs' tails, the whole logs copied to
+    ``keep_logs`` as ``<namespace>-<replica>.log`` if given, then deleted."""
+    logs = {s.env["POD_NAME"]: s.log_tail(15) for s in scheds}
+    for s in scheds:
+        if s.proc is not None and s.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(s.proc.pid, signal.SIGCONT)
+        s.stop(timeout=15)
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                shutil.copy(s.log_path, keep_logs / f"{ns}-{s.env['POD_NAME']}.log")
+        s.cleanup()
+    return logs
+
+
 def run_scenario(
     cluster: LocalCluster,
     name: str,
@@ -1058,6 +1087,7 @@ def run_scenario(
     probe: bool = True,
     workers: int = 1,
     max_pods: int | None = None,
+    keep_logs: Path | None = None,
 ) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
@@ -1123,12 +1153,7 @@ def run_scenario(
         before_probe = checker.summary()  # pods, bound, pending: the scenario's, not the probe's
         leaked = safe_probe(ctx) if probe else None
     finally:
-        logs = {s.env["POD_NAME"]: s.log_tail(15) for s in scheds}
-        for s in scheds:
-            if s.proc is not None and s.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(s.proc.pid, signal.SIGCONT)
-            s.stop(timeout=15)
+        logs = stop_schedulers(scheds, ns, keep_logs)
         checker.stop()
         retries = retry_figures(proxy.requests()) if isinstance(proxy, HttpProxyProcess) else None
         if proxy is not None:
@@ -1181,8 +1206,19 @@ def main(argv: list[str] | None = None) -> int:
         "record (default 0: no cap, deletions picked by listing)",
     )
     ap.add_argument("--out", type=Path, default=None, help="write the per-scenario figures as JSON here")
+    ap.add_argument(
+        "--keep-logs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="copy each scheduler's debug log here as <namespace>-<replica>.log (default: deleted)",
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="run the chosen scenarios this many times on one cluster"
+    )
     args = ap.parse_args(argv)
     names = ["baseline"] if args.soak else (args.scenario or list(SCENARIOS))
+    names = names * max(1, args.repeat)
     results = []
     with LocalCluster(with_controller_manager=True, name="chaos") as cluster:
         for name in names:
@@ -1195,6 +1231,7 @@ def main(argv: list[str] | None = None) -> int:
                 soak=args.soak,
                 workers=args.workers,
                 max_pods=args.max_pods or None,
+                keep_logs=args.keep_logs,
             )
             results.append(r)
             print(
