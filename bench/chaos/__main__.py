@@ -4,8 +4,10 @@ Each scenario: a fresh namespace and node pool on one shared LocalCluster (with 
 the Deployments), the checker started before anything is created, the scheduler(s) as real processes,
 the workload for ``--minutes``, the fault a third of the way in, then up to 30 s to settle. Figures per
 scenario: pods, lost, overcommitted nodes, double binds, misfits, recovery (seconds from the fault's end
-to the next bind the checker sees). Last line: ``chaos: S scenarios, P pods, lost L, overcommitted O,
-double binds D``; exit 1 when L, O or D is non-zero.
+to the next bind the checker sees), preemptions and bad ones (a victim not of lower priority than its
+preemptor, or a preemptor never bound, nominated or deleted). Last line: ``chaos: S scenarios, P pods,
+lost L, overcommitted O, double binds D, preemptions N (bad B)``; exit 1 when L, O, D or B is non-zero
+(or a pod was misplaced or a node's capacity leaked).
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
                 f"lost {r['lost']}, overcommitted "
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
-                f"leaked nodes {r['leaked']}, preempted {r['preempted']}, "
+                f"leaked nodes {r['leaked']}, preempted {r['preempted']} "
+                f"(bad preemptions {r['preemption_violations']}), "
                 f"recovery {r['recovery_s']}s, {r['seconds']}s; {'; '.join(r['notes'])}",
                 flush=True,
             )
@@ -93,12 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     over = sum(r["overcommitted"] for r in results)
     double = sum(r["double_binds"] for r in results)
     pods = sum(r["pods"] for r in results)
+    preempted = sum(r["preempted"] for r in results)
+    bad = sum(r["preemption_violations"] for r in results)
     print(
         f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}"
+        f", preemptions {preempted} (bad {bad})"
     )
     misfits = sum(r["misfits"] for r in results)
     leaked = sum(r["leaked"] or 0 for r in results)
-    return 1 if lost or over or double or misfits or leaked else 0
+    return 1 if lost or over or double or misfits or leaked or bad else 0
 
 
 if __name__ == "__main__":

@@ -169,6 +169,14 @@ def run_scenario(
                 break
             time.sleep(1)
         checker.check_lost(time.monotonic(), final=True)
+        checker.check_preemptions(final=True)
+        if checker.preempted:
+            ctx.notes.append(
+                f"{len(checker.preemptions)} Preempted events read (victim and preemptor), "
+                f"{checker.judged_preemptions()} judged with both pods seen"
+            )
+        if checker.preemptors_unseen:
+            ctx.notes.append(f"{checker.preemptors_unseen} Preempted events name a preemptor never seen")
         first = checker.binds_since(fault_end) if fault_end is not None else None
         recovery = (first - fault_end) if first is not None and fault_end is not None else None
         before_probe = checker.summary()  # pods, bound, pending: the scenario's, not the probe's
@@ -202,6 +210,8 @@ def run_scenario(
         result["retries"] = retries
     if soak_rows:
         result["soak"] = soak_rows
-    if leaked or any(summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits")):
+    if leaked or any(
+        summary[k] for k in ("lost", "overcommitted", "double_binds", "misfits", "preemption_violations")
+    ):
         result["scheduler_logs"] = logs
     return result
