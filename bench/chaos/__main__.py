@@ -49,6 +49,16 @@ def main(argv: list[str] | None = None) -> int:
         help="copy each scheduler's debug log here as <namespace>-<replica>.log (default: deleted)",
     )
     ap.add_argument(
+        "--flat-nodes",
+        action="store_true",
+        help="no node added, cordoned or deleted (the soak's memory growth is then the pods')",
+    )
+    ap.add_argument(
+        "--node-cpu",
+        default="4",
+        help="cpu of each KWOK node (default 4); smaller nodes fill up, so preemption runs",
+    )
+    ap.add_argument(
         "--repeat", type=int, default=1, help="run the chosen scenarios this many times on one cluster"
     )
     args = ap.parse_args(argv)
@@ -67,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                 workers=args.workers,
                 max_pods=args.max_pods or None,
                 keep_logs=args.keep_logs,
+                flat_nodes=args.flat_nodes,
+                node_cpu=args.node_cpu,
             )
             results.append(r)
             print(

@@ -109,6 +109,8 @@ def run_scenario(
     workers: int = 1,
     max_pods: int | None = None,
     keep_logs: Path | None = None,
+    flat_nodes: bool = False,
+    node_cpu: str = "4",
 ) -> dict[str, Any]:
     fault, replicas = SCENARIOS[name]
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
@@ -116,6 +118,8 @@ def run_scenario(
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
     wl.gangs = name in GANGS
     wl.max_pods = max_pods
+    wl.node_churn = not flat_nodes
+    wl.node_cpu = node_cpu
     wl.setup()
     proxy: ProxyProcess | None = None
     if name in VIA_PROXY:

@@ -49,6 +49,7 @@ def soak_minutes(
             "p99_s": round(p99(lat), 2),
             "pending": checker.pending_count(),
             "violations": len(checker.violations),
+            "preempted": len(checker.preempted),
             **g,
         }
         last_cpu, last_pods = cpu, created
@@ -57,7 +58,7 @@ def soak_minutes(
             f"soak minute {minute + 1}: rss {row['rss_mib']} MiB, threads {row['threads']}, fds "
             f"{row['fds']}, cpu {row['cpu_s']}s, exit code {row['exit_code']}, created {row['created']}, "
             f"live {row['live']}, binds {len(lat)}, p99 create->bind {row['p99_s']:.2f}s, pending "
-            f"{row['pending']}, violations so far {row['violations']}; queues active {g.get('queue_active')} backoff {g.get('queue_backoff')} "
+            f"{row['pending']}, violations so far {row['violations']}, preempted so far {row['preempted']}; queues active {g.get('queue_active')} backoff {g.get('queue_backoff')} "
             f"unschedulable {g.get('queue_unschedulable')}; cache nodes {g.get('cache_nodes')} "
             f"pods {g.get('cache_pods')} assumed {g.get('cache_assumed_pods')}",
             flush=True,
