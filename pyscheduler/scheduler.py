@@ -38,6 +38,7 @@ from pyscheduler.backend.queue import QueuedPodInfo, SchedulingQueue
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.clock import Clock
 from pyscheduler.framework.cycle_state import CycleState
+from pyscheduler.framework.events import Action, ClusterEvent, Resource
 from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
 from pyscheduler.framework.node_table import NodeBatch
@@ -52,6 +53,8 @@ log = structlog.get_logger("pyscheduler.scheduler")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 NO_NODES_MSG = "no nodes available to schedule pods"
+# what forgetting an assumed pod is to the queue: its node's capacity is free again
+ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
 # Binding cycles in flight at once. Each blocks on API round trips (Binding, then the Scheduled event is
 # queued), so this bounds threads, not work: kube-scheduler runs every binding cycle in its own
 # goroutine. At 16, a busy API server (pods being created by 30 clients) served the binds at ~290/s while
@@ -579,6 +582,10 @@ class Scheduler:
     ) -> None:
         if pending is not None:
             pending("pod_binding", -1)
+        # A pod handed back by handle_failure has left the queue's in-flight set and may be popped again at
+        # once; a done() after that would end the *next* attempt's tracking (its deletion then went
+        # unnoticed and the deleted pod was requeued forever). So done() only when it was not handed back.
+        handed_back = False
         try:
             s = fwk.wait_on_permit(assumed)
             if s is None or s.is_success():
@@ -590,8 +597,8 @@ class Scheduler:
                     s = self._bind(fwk, state, assumed, result.node)
             if s is not None and not s.is_success():
                 fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
-                self._forget(assumed)
-                self.handle_failure(fwk, qpi, s, None, start)
+                handed_back = True
+                self._binding_failed(fwk, qpi, assumed, s, start)
                 return
             self.cache.finish_binding(assumed)
             self.recorder.event(
@@ -625,10 +632,11 @@ class Scheduler:
                 fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
             except Exception:  # Unreserve plugins' own errors are reported by the framework; this is ours
                 log.exception("unreserve after a binding cycle error failed", pod=assumed.key)
-            self._forget(assumed)
-            self.handle_failure(fwk, qpi, Status.as_error(e), None, start)
+            handed_back = True
+            self._binding_failed(fwk, qpi, assumed, Status.as_error(e), start)
         finally:
-            self.queue.done(assumed.uid)
+            if not handed_back:
+                self.queue.done(assumed.uid)
             with self._inflight_lock:
                 self._inflight_binds -= 1
                 self._inflight_lock.notify_all()
@@ -646,6 +654,24 @@ class Scheduler:
 
     def _forget(self, assumed: Pod) -> None:
         self.cache.forget_pod(assumed)  # False (nothing to forget) is logged by the cache
+
+    def _binding_failed(
+        self, fwk: Framework, qpi: QueuedPodInfo, assumed: Pod, status: Status, start: float
+    ) -> None:
+        """kube's handleBindingCycleError (after Unreserve): forget the assumed pod and hand it back. The
+        capacity it held on its node is free again, as if an assigned pod were deleted there: the pods
+        turned away because of it are requeued (AssignedPodDelete), else they wait for an unrelated event
+        or the 5-minute flush (a gang member timing out in Permit held its node that long for others). A
+        rejected pod (Permit) is itself unschedulable: it is handed back first and not moved."""
+        freed = self.cache.forget_pod(assumed)
+        if freed and not status.is_rejected():
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
+        self.handle_failure(fwk, qpi, status, None, start)
+        if freed and status.is_rejected():
+            uid = assumed.uid
+            self.queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, assumed, None, lambda p: p.uid != uid
+            )
 
     # ------------------------------------------------------------------------------------ failures
     def _on_fit_error(
@@ -704,9 +730,9 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(qpi, error=is_error)
         except Exception:
             log.exception("requeue failed", pod=pod.key)
-        if nominated:
+        if nominated:  # not for a pod deleted (or bound elsewhere) during this attempt: the queue dropped it
             self.queue.add_nominated_pod(
-                PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated
+                PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated, if_queued=True
             )
             self.status_writer.nominated_node(pod, nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)

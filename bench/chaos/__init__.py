@@ -22,7 +22,14 @@ process for minutes, which is too slow for ``make test``; a short smoke of one s
   garbage or refused on command.
 - ``prometheus.py``: a stand-in Prometheus process for the NetworkTraffic plugin, refused, a black hole,
   a trickle, 503 or garbage on command.
-- ``__main__.py``: the scenarios (one fault each), the figures, a capacity probe after each scenario
-  (a whole-node pod pinned to every node must bind: nothing leaked), and the one-line summary; exits 1
-  when any pod was lost, any node overcommitted or leaked, or any pod bound twice or misplaced.
+- ``procs.py``: those helper processes as the harness starts and commands them.
+- ``common.py``: the scheduler's configuration, a scenario's context and the helpers faults share.
+- ``faults.py``: the faults, one per scenario, each noting what it saw.
+- ``probe.py``: the capacity probe after each scenario (a whole-node pod pinned to every node must
+  bind: nothing leaked), with the daemon's own queue and cache sizes after it.
+- ``figures.py``: retry and watch figures from the HTTP proxy's log; the daemon's process and gauges.
+- ``soak.py``: the soak's per-minute figures.
+- ``scenarios.py``: the scenario registry and ``run_scenario`` (one scenario, start to figures).
+- ``__main__.py``: the command line and the report: a line per scenario and the one-line summary; exits
+  1 when any pod was lost, any node overcommitted or leaked, or any pod bound twice or misplaced.
 """

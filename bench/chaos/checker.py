@@ -12,7 +12,10 @@ Invariants, checked on every watch event:
   largest init container + sidecars started before it) + overhead);
 - **misfit**: a pod bound to a node with an untolerated NoSchedule/NoExecute taint, or that its
   nodeSelector or required node affinity rejects (the node as the checker saw it at bind time);
-- **preemptions** are counted (pods with a ``Preempted`` event), so a run shows whether it had any;
+- **preemptions** are counted (pods with a ``Preempted`` event), so a run shows whether it had any, and
+  judged: every victim (the event's pod, "Preempted by pod <uid> on node <node>") must be of lower
+  priority than its preemptor (the uid in the event), and by the end the preemptor must have been bound,
+  nominated (``status.nominatedNodeName`` seen set) or deleted, else the eviction bought nothing;
 - **lost**: a pending pod with no scheduling attempt (a PodScheduled condition or a FailedScheduling
   event) for longer than ``lost_after`` seconds (max backoff 10 s + a margin), and at the end every pod
   still present is bound or has an attempt.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import ssl
 import threading
 import time
@@ -148,12 +152,26 @@ class PodRecord:
     deleted: bool = False
     terminal: bool = False
     preemptible: bool = True
+    priority: int = 0
+    nominated: str = ""  # the last status.nominatedNodeName seen set
     last: JSON = field(default_factory=dict)
+
+
+# the Preempted event's message (kube's and ours): the preemptor's uid and the node
+PREEMPTED_BY = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+
+
+@dataclass
+class Preemption:
+    victim: str  # uids
+    preemptor: str
+    node: str
+    at: float
 
 
 @dataclass
 class Violation:
-    kind: str  # double-bind | overcommit | misfit | lost | leak
+    kind: str  # double-bind | overcommit | misfit | lost | leak | preemption
     subject: str
     detail: str
     at: float
@@ -163,7 +181,7 @@ class Checker:
     """Watches pods, nodes and events in the namespaces it is given (pods) and cluster-wide (nodes)."""
 
     def __init__(
-        self, server: str, token: str, ca_file: str, namespace: str, lost_after: float = 40.0
+        self, server: str, token: str, ca_file: str | None, namespace: str, lost_after: float = 40.0
     ) -> None:
         self.server = server.rstrip("/")
         self.token = token
@@ -178,6 +196,9 @@ class Checker:
         self.watch_restarts: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
         self.gone: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
         self.preempted: set[str] = set()  # uids of pods that got a Preempted event (victims)
+        self.preemptions: list[Preemption] = []
+        self.preemptors_unseen = 0  # events naming a preemptor uid the pod watch never showed
+        self._judged: set[tuple[str, str]] = set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lost_reported: set[str] = set()
@@ -299,6 +320,9 @@ class Checker:
         uid = (e.get("involvedObject") or e.get("regarding") or {}).get("uid")
         if kind == "preempted":
             self.preempted.add(str(uid))
+            m = PREEMPTED_BY.search(str(e.get("message") or e.get("note") or ""))
+            if m and uid:
+                self.preemptions.append(Preemption(str(uid), m.group(1), m.group(2), time.monotonic()))
             return
         rec = self.pods.get(uid or "")
         if rec is not None and rec.attempted is None:
@@ -316,6 +340,9 @@ class Checker:
             )
         rec.last = p
         rec.terminal = status.get("phase") in ("Succeeded", "Failed")
+        rec.priority = int(spec.get("priority") or 0)
+        if status.get("nominatedNodeName"):
+            rec.nominated = str(status["nominatedNodeName"])
         if meta.get("deletionTimestamp"):
             rec.deleted = rec.deleted or False  # still holds its node until DELETED, as the scheduler's cache
         if (
@@ -377,6 +404,47 @@ class Checker:
                             "lost", rec.key, f"pending {now - rec.created:.0f}s without an attempt", now
                         )
                     )
+
+    def check_preemptions(self, final: bool = False) -> None:
+        """Judge every preemption seen: the victim's priority below the preemptor's (at once); with
+        ``final``, the preemptor bound, nominated or deleted."""
+        with self.lock:
+            for pr in self.preemptions:
+                victim, preemptor = self.pods.get(pr.victim), self.pods.get(pr.preemptor)
+                if victim is None or preemptor is None:
+                    if final and (pr.victim, pr.preemptor) not in self._judged:
+                        self._judged.add((pr.victim, pr.preemptor))
+                        self.preemptors_unseen += preemptor is None
+                    continue
+                key = (pr.victim, pr.preemptor)
+                if key not in self._judged and victim.priority >= preemptor.priority:
+                    self.violations.append(
+                        Violation(
+                            "preemption",
+                            victim.key,
+                            f"priority {victim.priority} preempted on {pr.node} by {preemptor.key} of "
+                            f"priority {preemptor.priority}",
+                            pr.at,
+                        )
+                    )
+                    self._judged.add(key)
+                if not final or key in self._judged:
+                    continue
+                self._judged.add(key)
+                if not (preemptor.binds or preemptor.nominated or preemptor.deleted):
+                    self.violations.append(
+                        Violation(
+                            "preemption",
+                            victim.key,
+                            f"preempted on {pr.node} for {preemptor.key}, which was never bound, "
+                            "nominated or deleted",
+                            pr.at,
+                        )
+                    )
+
+    def judged_preemptions(self) -> int:
+        with self.lock:
+            return sum(1 for pr in self.preemptions if pr.victim in self.pods and pr.preemptor in self.pods)
 
     # ------------------------------------------------------------------ figures
     def binds_since(self, t: float) -> float | None:
@@ -449,6 +517,7 @@ class Checker:
                 "double_binds": kinds.count("double-bind"),
                 "misfits": kinds.count("misfit"),
                 "preempted": len(self.preempted),
+                "preemption_violations": kinds.count("preemption"),
             }
 
 

@@ -72,6 +72,10 @@ class Workload:
         # driver's own record (no LIST of thousands of pods per action on a busy API server).
         self.max_pods: int | None = None
         self.live: list[str] = []
+        # the soak with nodes held flat (``node_churn`` off: no node added, cordoned or deleted, so memory
+        # growth is the pods'), and smaller nodes (``node_cpu``) so that the pool fills and preemption runs
+        self.node_churn = True
+        self.node_cpu = "4"
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -114,7 +118,7 @@ class Workload:
             start=start,
             labels={"chaos-pool": self.pool},
             zones=ZONES,
-            cpu="4",
+            cpu=self.node_cpu,
             memory="16Gi",
             pods=30,
         )
@@ -130,7 +134,7 @@ class Workload:
             start=idx,
             labels={"chaos-pool": self.pool},
             zones=ZONES,
-            cpu="4",
+            cpu=self.node_cpu,
             memory="16Gi",
             pods=30,
         )
@@ -237,6 +241,8 @@ class Workload:
         rng = rng or self.rng
         r = rng.random()
         steady = self.max_pods is not None
+        if not self.node_churn and r >= 0.88:
+            r = rng.random() * 0.88  # nodes held flat: one of the pod actions instead
         if steady and len(self.live) >= (self.max_pods or 0) and 0.12 <= r < 0.55:
             r = 0.80  # at the cap: this create becomes a delete
 

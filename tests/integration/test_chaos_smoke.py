@@ -9,8 +9,10 @@ import time
 
 import pytest
 
-from bench.chaos.__main__ import BIND_PATH, HttpProxyProcess, run_scenario
 from bench.chaos.checker import Checker
+from bench.chaos.faults import BIND_PATH
+from bench.chaos.procs import HttpProxyProcess
+from bench.chaos.scenarios import run_scenario
 from pyscheduler.client.api import Api
 from pyscheduler.client.connection import load_configuration
 from pyscheduler.framework.types import Pod

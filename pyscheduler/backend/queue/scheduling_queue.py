@@ -474,10 +474,16 @@ class SchedulingQueue:
 
     # ============================================================================ nominator
 
-    def add_nominated_pod(self, pod_info: PodInfo, node_name: str = "") -> None:
+    def add_nominated_pod(self, pod_info: PodInfo, node_name: str = "", *, if_queued: bool = False) -> None:
         """Nominate the pod on ``node_name`` ("" = its ``status.nominatedNodeName``), replacing any
-        earlier nomination; the pod's requests then count on that node for lower-priority pods."""
+        earlier nomination; the pod's requests then count on that node for lower-priority pods.
+        ``if_queued``: only if the queue still holds the pod (queued or in flight), as kube's nominator
+        checks its pod lister: a pod deleted or bound meanwhile is never nominated, since no later event
+        would take its nomination away again."""
         with self._lock:
+            if if_queued and self._where(pod_info.pod.uid) is None:
+                log.debug("pod %s is no longer queued; not nominated", pod_info.pod.key)
+                return
             self._nominator.add(pod_info, node_name)
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:

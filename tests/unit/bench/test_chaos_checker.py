@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.chaos.checker import misfit, pod_requests
+from bench.chaos.checker import Checker, misfit, pod_requests
 
 
 def c(cpu: str, mem: str = "0", **kw: str) -> dict[str, object]:
@@ -49,3 +49,71 @@ def test_misfit_taints_selector_and_required_affinity() -> None:
     assert misfit({"spec": {"affinity": aff}}, node({"zone": "b"})) is None  # second term: by name
     aff["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].pop()
     assert misfit({"spec": {"affinity": aff}}, node({"zone": "b"})) == "required node affinity"
+
+
+def _pod(uid: str, priority: int, node: str = "", nominated: str = "") -> dict[str, object]:
+    return {
+        "metadata": {"name": uid, "namespace": "ns", "uid": uid},
+        "spec": {"priority": priority, "nodeName": node, "containers": [c("1")]},
+        "status": {"nominatedNodeName": nominated} if nominated else {},
+    }
+
+
+def _preempted(victim: str, preemptor: str) -> dict[str, object]:
+    return {
+        "involvedObject": {"uid": victim},
+        "reason": "Preempted",
+        "message": f"Preempted by pod {preemptor} on node n1",
+    }
+
+
+def _checker() -> Checker:
+    return Checker("https://127.0.0.1:1", "token", None, "ns")  # never started: fed by hand
+
+
+def test_a_victim_of_lower_priority_whose_preemptor_is_nominated_then_bound_is_no_violation() -> None:
+    chk = _checker()
+    chk._handle("nodes", "ADDED", {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
+    chk._handle("pods", "ADDED", _pod("victim", 1000, node="n1"))
+    chk._handle("pods", "ADDED", _pod("preemptor", 3000))
+    chk._handle("preempted", "ADDED", _preempted("victim", "preemptor"))
+    chk._handle("pods", "DELETED", _pod("victim", 1000, node="n1"))
+    chk._handle("pods", "MODIFIED", _pod("preemptor", 3000, nominated="n1"))
+    chk._handle("pods", "MODIFIED", _pod("preemptor", 3000, node="n1", nominated="n1"))
+    chk.check_preemptions(final=True)
+    assert chk.summary()["preempted"] == 1 and chk.judged_preemptions() == 1
+    assert chk.summary()["preemption_violations"] == 0, chk.violations
+
+
+def test_a_victim_of_equal_priority_is_a_violation() -> None:
+    chk = _checker()
+    chk._handle("pods", "ADDED", _pod("victim", 2000, node="n1"))
+    chk._handle("pods", "ADDED", _pod("preemptor", 2000, nominated="n1"))
+    chk._handle("preempted", "ADDED", _preempted("victim", "preemptor"))
+    chk.check_preemptions()
+    assert [(v.kind, v.subject) for v in chk.violations] == [("preemption", "ns/victim")]
+    assert "priority 2000 preempted on n1 by ns/preemptor of priority 2000" in chk.violations[0].detail
+    chk.check_preemptions(final=True)  # judged once
+    assert chk.summary()["preemption_violations"] == 1
+
+
+def test_a_preemptor_never_bound_nominated_or_deleted_is_a_violation_at_the_end_only() -> None:
+    chk = _checker()
+    chk._handle("pods", "ADDED", _pod("victim", 0, node="n1"))
+    chk._handle("pods", "ADDED", _pod("preemptor", 3000))
+    chk._handle("preempted", "ADDED", _preempted("victim", "preemptor"))
+    chk.check_preemptions()
+    assert chk.violations == []  # it may still be nominated or bound
+    chk.check_preemptions(final=True)
+    assert [v.kind for v in chk.violations] == ["preemption"]
+    assert "never bound, nominated or deleted" in chk.violations[0].detail
+
+
+def test_a_preemptor_deleted_before_it_was_placed_is_no_violation() -> None:
+    chk = _checker()
+    chk._handle("pods", "ADDED", _pod("victim", 0, node="n1"))
+    chk._handle("pods", "ADDED", _pod("preemptor", 3000))
+    chk._handle("preempted", "ADDED", _preempted("victim", "preemptor"))
+    chk._handle("pods", "DELETED", _pod("preemptor", 3000))
+    chk.check_preemptions(final=True)
+    assert chk.violations == []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.chaos.__main__ import retry_figures
+from bench.chaos.figures import retry_figures
 from bench.chaos.httpproxy import Rule, bind_target, status_response
 
 BIND = "/api/v1/namespaces/ns/pods/p/binding"
