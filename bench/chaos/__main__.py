@@ -5,9 +5,9 @@ the Deployments), the checker started before anything is created, the scheduler(
 the workload for ``--minutes``, the fault a third of the way in, then up to 30 s to settle. Figures per
 scenario: pods, lost, overcommitted nodes, double binds, misfits, recovery (seconds from the fault's end
 to the next bind the checker sees), preemptions and bad ones (a victim not of lower priority than its
-preemptor, or a preemptor never bound, nominated or deleted). Last line: ``chaos: S scenarios, P pods,
-lost L, overcommitted O, double binds D, preemptions N (bad B)``; exit 1 when L, O, D or B is non-zero
-(or a pod was misplaced or a node's capacity leaked).
+preemptor, or a preemptor never bound, nominated or deleted) on the line before the last. Last line:
+``chaos: S scenarios, P pods, lost L, overcommitted O, double binds D``; exit 1 when L, O, D or the bad
+preemptions are non-zero (or a pod was misplaced or a node's capacity leaked).
 """
 
 from __future__ import annotations
@@ -110,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     pods = sum(r["pods"] for r in results)
     preempted = sum(r["preempted"] for r in results)
     bad = sum(r["preemption_violations"] for r in results)
+    print(f"preemptions {preempted}, bad {bad} (victim not of lower priority, or preemptor never placed)")
     print(
         f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}"
-        f", preemptions {preempted} (bad {bad})"
     )
     misfits = sum(r["misfits"] for r in results)
     leaked = sum(r["leaked"] or 0 for r in results)
