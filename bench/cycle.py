@@ -15,7 +15,9 @@ no-op. It also times ``Pod.from_dict`` on the same pods (what the reflector does
 
 Figures: milliseconds per pod (median of ``--repeat`` runs) and pods/s. No cluster is started. For
 Preemption and Unschedulable the figure is per first attempt (victims are not deleted here, so
-preemptors stay pending: it times the PostFilter dry runs).
+preemptors stay pending: it times the PostFilter dry runs). Where DefaultPreemption ran, a second line
+gives its PostFilter CPU ms per pod alone (this thread's CPU time) and its dry runs per pod by kind
+(``DefaultPreemption.dry_runs``; an older tree without them shows "none").
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def run_once(
     api = _NullApi()
     app = build_app(config, registry, api, recorder=_NullRecorder(), writer=_NullWriter())
     sched, cache, queue = app.scheduler, app.cache, app.queue
+    post_filter = _PostFilterMeter(sched)
     node_names = [f"node-{i}" for i in range(nodes)]
     for i, name in enumerate(node_names):
         cache.add_node(Node.from_dict(wl.node(name, i)))
@@ -131,6 +134,7 @@ def run_once(
         queue.add(p)
     if profile is not None:
         profile.enable()
+    post_filter.reset()
     t = time.perf_counter()
     cpu = _cpu()
     while sched.schedule_one(0):
@@ -145,7 +149,64 @@ def run_once(
     sched.shutdown()
     gc.set_threshold(*threshold)
     gc.unfreeze()
+    LAST_POST_FILTER.clear()
+    LAST_POST_FILTER.update(post_filter.figures())
     return elapsed, parse, api.bound, cpu
+
+
+# PostFilter figures of the last run_once (see _PostFilterMeter.figures)
+LAST_POST_FILTER: dict[str, float] = {}
+
+
+class _PostFilterMeter:
+    """The CPU time of DefaultPreemption's PostFilter (the dry runs; time.thread_time, so other threads
+    and processes on a loaded machine do not count) and its dry runs by kind, over the measured pods."""
+
+    def __init__(self, sched: Any) -> None:
+        self.plugins = [
+            p
+            for fwk in sched.profiles.values()
+            for p in getattr(fwk, "post_filter_plugins", ())
+            if p.name == "DefaultPreemption"
+        ]
+        self.cpu = 0.0
+        self.calls = 0
+        for p in self.plugins:
+            inner = p.post_filter
+
+            def timed(*a: Any, _inner: Any = inner, **k: Any) -> Any:
+                t = time.thread_time()
+                try:
+                    return _inner(*a, **k)
+                finally:
+                    self.cpu += time.thread_time() - t
+                    self.calls += 1
+
+            p.post_filter = timed
+
+    def reset(self) -> None:
+        self.cpu, self.calls = 0.0, 0
+        for p in self.plugins:
+            if hasattr(p, "dry_runs"):
+                p.dry_runs.clear()
+
+    def figures(self) -> dict[str, float]:
+        """calls, cpu (seconds) and dry runs by kind ("dry:<kind>")."""
+        out = {"calls": float(self.calls), "cpu": self.cpu}
+        for p in self.plugins:
+            for kind, n in getattr(p, "dry_runs", {}).items():
+                out[f"dry:{kind}"] = out.get(f"dry:{kind}", 0.0) + n
+        return out
+
+
+def _post_filter_line(post: list[dict[str, float]], pods: int) -> str:
+    """PostFilter CPU ms per measured pod (median over the runs) and dry runs per pod by kind."""
+    cpu = statistics.median(f.get("cpu", 0.0) for f in post) / max(1, pods) * 1000
+    kinds = sorted({k for f in post for k in f if k.startswith("dry:")})
+    dry = " ".join(
+        f"{k[4:]} {statistics.median(f.get(k, 0.0) for f in post) / max(1, pods):.1f}" for k in kinds
+    )
+    return f"{'  PostFilter':<22}{'':>9}{cpu:>11.3f}   dry runs per pod: {dry or 'none'}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         parse = []
         cpus = []
+        post: list[dict[str, float]] = []
         prof = None
         for r in range(args.repeat):
             prof = cProfile.Profile() if args.profile and r == args.repeat - 1 else None
@@ -185,12 +247,15 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(elapsed / max(1, w.measured_pods) * 1000)
             parse.append(p / max(1, w.measured_pods) * 1e6)
             cpus.append(cpu / max(1, w.measured_pods) * 1000)
+            post.append(dict(LAST_POST_FILTER))
         med = statistics.median(runs)
         print(
             f"{name:<22}{med:>9.3f}{statistics.median(cpus):>11.3f}{1000 / med:>9.0f}"
             f"{statistics.median(parse):>14.1f}   " + " ".join(f"{x:.3f}" for x in runs),
             flush=True,
         )
+        if any(f.get("calls") for f in post):
+            print(_post_filter_line(post, w.measured_pods), flush=True)
         if prof is not None:
             prof.dump_stats(f"{args.profile}.{name}")
     return 0

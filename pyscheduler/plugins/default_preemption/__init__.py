@@ -14,7 +14,8 @@ PostFilter (runs only when no node fits; gets each failed node's Filter status):
    ``victims``) until max(``minCandidateNodesPercentage`` % of them, ``minCandidateNodesAbsolute``)
    candidates are found, at least one of them violating no PodDisruptionBudget. A node NodeResourcesFit
    rejects even with every lower-priority pod gone (and the higher-priority nominated ones counted) is
-   dry-run only if no node turns out a candidate (its reasons are reported then).
+   dry-run only if no node turns out a candidate (its reasons are reported then). What a dry run
+   may leave out without changing its answer is decided once per attempt (``dry_run``).
 3. No candidate: Unschedulable with the nodes' reasons, e.g. "preemption: 0/3 nodes are available:
    1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.", and a
    result that clears the pod's nomination (``PostFilterResult("", mode="clear")``).
@@ -53,8 +54,10 @@ terminating because of preemption, and pod start times are creation times.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,6 +80,7 @@ from .args import (
     DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
     DefaultPreemptionArgs,
 )
+from .dry_run import DryRunPlan, plan_dry_run
 from .executor import (
     DISRUPTION_TARGET,
     EVENT_ACTION_PREEMPTING,
@@ -98,6 +102,7 @@ from .victims import (
     pick_one_node_for_preemption,
     select_victims_on_node,
     too_small_without_lower_priority_pods,
+    victims_by_resources,
 )
 
 __all__ = [
@@ -169,6 +174,9 @@ class DefaultPreemption:
             async_preemption = bool(gates.get(ASYNC_PREEMPTION_GATE, True))
         self.async_preemption = async_preemption
         self.executor = Executor(handle, NAME, runner=runner or extra.get("preemption_runner"))
+        # dry runs by kind, for benchmarks: "full" (every step through the framework), "reprieve"
+        # (pod-independent plugins left out of the reprieve steps), "resources" (dry_run.DryRunPlan)
+        self.dry_runs: Counter[str] = Counter()
 
     # ---------------------------------------------------------------------------------- PostFilter
     def post_filter(
@@ -286,6 +294,9 @@ class DefaultPreemption:
         # they are skipped here and dry-run only if no node is a candidate (then their statuses and
         # errors are what the caller reports).
         request = self._resource_precheck(state)
+        plan = plan_dry_run(getattr(self.handle, "framework", None), state)
+        if plan is not None and plan.by_resources and not _plain_request(request):
+            plan = dataclasses.replace(plan, by_resources=False)
         deferred: list[NodeInfo] = []
         n = len(potential)
         for i in range(n):
@@ -293,13 +304,12 @@ class DefaultPreemption:
             if not has_lower_priority_pods(ni, pod):
                 statuses[ni.name] = NO_VICTIMS
                 continue
-            if request is not None and too_small_without_lower_priority_pods(
-                ni, pod, request, self._nominated(ni.name)
-            ):
+            nominated = self._nominated(ni.name)
+            if request is not None and too_small_without_lower_priority_pods(ni, pod, request, nominated):
                 statuses[ni.name] = None  # keeps the visiting order; filled in below if needed
                 deferred.append(ni)
                 continue
-            c, status = self._dry_run_node(state, pod, ni, pdbs)
+            c, status = self._dry_run_node(state, pod, ni, pdbs, plan, nominated)
             if c is not None:
                 bucket = non_violating if c.num_pdb_violations == 0 else violating
                 if len(bucket) < num_candidates:
@@ -314,7 +324,7 @@ class DefaultPreemption:
         if deferred and not non_violating and not violating:
             errors = []  # recomputed in the visiting order
             for ni in deferred:
-                c, status = self._dry_run_node(state, pod, ni, pdbs)
+                c, status = self._dry_run_node(state, pod, ni, pdbs, plan, self._nominated(ni.name))
                 if c is not None:  # not expected: the precheck only skips nodes that cannot fit
                     log.warning("preemption resource precheck skipped candidate node %s", ni.name)
                     (non_violating if c.num_pdb_violations == 0 else violating).append(c)
@@ -326,17 +336,70 @@ class DefaultPreemption:
         return non_violating + violating, out, errors
 
     def _dry_run_node(
-        self, state: CycleState, pod: Pod, ni: NodeInfo, pdbs: Sequence[PDB]
+        self,
+        state: CycleState,
+        pod: Pod,
+        ni: NodeInfo,
+        pdbs: Sequence[PDB],
+        plan: DryRunPlan | None = None,
+        nominated: Sequence[Any] = (),
     ) -> tuple[Candidate | None, Status | None]:
-        """One node's dry run on clones: a candidate, or the status saying why the node cannot help."""
-        victims, num_violations, status = select_victims_on_node(
-            self.handle, state.clone(), pod, ni.clone(), pdbs
-        )
+        """One node's dry run on clones: a candidate, or the status saying why the node cannot help.
+        ``plan`` says what the dry run may leave out (``dry_run``); ``nominated``: the pods nominated to
+        the node (with pods of equal or higher priority among them, every step is the full one)."""
+        if plan is None:
+            self.dry_runs["full"] += 1
+            victims, num_violations, status = select_victims_on_node(
+                self.handle, state.clone(), pod, ni.clone(), pdbs
+            )
+        else:
+            priority, uid = pod.priority, pod.uid
+            full = any(pi.pod.priority >= priority and pi.pod.uid != uid for pi in nominated)
+            if plan.by_resources and not full:
+                c = self._victims_by_resources(state, pod, ni, pdbs, plan)
+                if c is not None:
+                    self.dry_runs["resources"] += 1
+                    return c, None
+            self.dry_runs["full" if full else "reprieve"] += 1
+            victims, num_violations, status = select_victims_on_node(
+                self.handle,
+                state.clone() if plan.clone_state else state,
+                pod,
+                ni.clone(),
+                pdbs,
+                reprieve=None if full else plan.reprieve,
+                run_extensions=plan.run_extensions,
+            )
         if (status is None or status.is_success()) and victims:
             return Candidate(ni.name, tuple(victims), num_violations), None
         if status is None or status.is_success():
             status = Status.as_error(f'expected at least one victim pod on node "{ni.name}"')
         return None, status
+
+    def _victims_by_resources(
+        self, state: CycleState, pod: Pod, ni: NodeInfo, pdbs: Sequence[PDB], plan: DryRunPlan
+    ) -> Candidate | None:
+        """The dry run on numbers (``victims.victims_by_resources``), checked by one Filter pass on the
+        node without the victims (it stands for the full dry run's first pass: every pod-independent
+        plugin passes, and NodeResourcesFit passes with fewer pods). None: the full dry run decides
+        (and counts its evaluations as if this had not been tried)."""
+        found = victims_by_resources(ni, pod, state.get(NODE_RESOURCES_FIT_STATE_KEY), pdbs)
+        if found is None:
+            return None
+        victims, num_violations, steps = found
+        evaluations = plan.reprieve.evaluations
+        saved = dict(evaluations)
+        node = ni.clone()
+        for pi in victims:
+            node.remove_pod(pi.pod)
+        st = self.handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if st is not None and not st.is_success():
+            log.debug("resource dry run on %s not confirmed by Filter: %s", ni.name, st.message())
+            evaluations.clear()
+            evaluations.update(saved)
+            return None
+        plan.reprieve.count(steps)
+        return Candidate(ni.name, tuple(pi.pod for pi in victims), num_violations)
 
     def _nominated(self, node: str) -> Sequence[Any]:
         nominated = getattr(self.handle, "nominated_pods_for_node", None)
@@ -394,6 +457,17 @@ class DefaultPreemption:
                 counter.inc()
             except Exception:  # metrics must never break scheduling
                 log.debug("preemption_attempts metric failed", exc_info=True)
+
+
+def _plain_request(request: Any) -> bool:
+    """NodeResourcesFit's PreFilter state asks for pods, CPU, memory and ephemeral storage only."""
+    return (
+        request is not None
+        and not getattr(request, "scalar", True)
+        and all(
+            isinstance(getattr(request, a, None), int) for a in ("milli_cpu", "memory", "ephemeral_storage")
+        )
+    )
 
 
 def _code(status: Status | None) -> Code:

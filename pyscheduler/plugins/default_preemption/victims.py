@@ -29,6 +29,8 @@ from pyscheduler.framework.selectors import LabelSelector, SelectorError
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
+from .dry_run import ReprieveFilter
+
 NO_VICTIMS_REASON = "No preemption victims found for incoming pod"
 NO_VICTIMS = Status.unresolvable(NO_VICTIMS_REASON)
 MAX_INT32 = 2**31 - 1
@@ -188,16 +190,76 @@ def too_small_without_lower_priority_pods(
     return bool(q > 0 and q > alloc.memory - (used.memory - mem))
 
 
+def victims_by_resources(
+    node_info: NodeInfo, pod: Pod, request: Any, pdbs: Sequence[PDB]
+) -> tuple[list[PodInfo], int, list[bool]] | None:
+    """select_victims_on_node's search done on numbers, for a cycle where NodeResourcesFit is the only
+    Filter plugin that looks at the node's pods and the pod asks for no scalar resource: the pod count,
+    CPU, memory and ephemeral storage of the node without its lower-priority pods, then each of those
+    pods put back in kube's reprieve order if the pod still fits beside it (NodeResourcesFit's
+    arithmetic). Returns the victims (most important first), how many violate a PDB, and whether each
+    reprieve step fitted; None when the pod does not fit even without them or nothing would be evicted
+    (the caller then runs the full dry run, whose status says why). The caller checks the result with
+    one Filter pass on the node without the victims."""
+    priority = pod.priority
+    potential = [pi for pi in node_info.pods if pi.pod.priority < priority]
+    if not potential:
+        return None
+    alloc, used = node_info.allocatable, node_info.requested
+    cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
+    for pi in potential:
+        r = pi.pod.requests
+        cpu -= r.milli_cpu
+        mem -= r.memory
+        eph -= r.ephemeral_storage
+    num = len(node_info.pods) - len(potential)
+    max_pods = alloc.allowed_pod_number
+    q_cpu, q_mem, q_eph = request.milli_cpu, request.memory, request.ephemeral_storage
+    # the room left beside the pod (its own requests taken off): a pod put back fits if it fits there
+    room_cpu = alloc.milli_cpu - q_cpu if q_cpu > 0 else math.inf
+    room_mem = alloc.memory - q_mem if q_mem > 0 else math.inf
+    room_eph = alloc.ephemeral_storage - q_eph if q_eph > 0 else math.inf
+    if num + 1 > max_pods or cpu > room_cpu or mem > room_mem or eph > room_eph:
+        return None
+    sort_by_importance(potential)
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    victims: list[PodInfo] = []
+    steps: list[bool] = []
+    num_violating = 0
+    for i, pi in enumerate(violating + non_violating):
+        r = pi.pod.requests
+        c, m, e = cpu + r.milli_cpu, mem + r.memory, eph + r.ephemeral_storage
+        fits = num + 2 <= max_pods and c <= room_cpu and m <= room_mem and e <= room_eph
+        steps.append(fits)
+        if fits:
+            cpu, mem, eph, num = c, m, e, num + 1
+        else:
+            victims.append(pi)
+            if i < len(violating):
+                num_violating += 1
+    if not victims:
+        return None
+    if violating and non_violating:
+        sort_by_importance(victims)
+    return victims, num_violating, steps
+
+
 def select_victims_on_node(
     fh: FilterRunner,
     state: CycleState,
     pod: Pod,
     node_info: NodeInfo,
     pdbs: Sequence[PDB],
+    *,
+    reprieve: ReprieveFilter | None = None,
+    run_extensions: bool = True,
 ) -> tuple[list[Pod], int, Status | None]:
     """The fewest pods to evict from ``node_info`` so that ``pod`` fits, with how many of them violate a
-    PDB. ``state`` and ``node_info`` must be clones: they are changed."""
-    search = _VictimSearch(fh, state, pod, node_info)
+    PDB. ``node_info`` must be a clone, and ``state`` too unless nothing changes it (``dry_run.DryRunPlan``):
+    they are changed. ``reprieve``: the Filter pass for the reprieve steps, when the pod-independent plugins
+    may be left out there (no pods of equal or higher priority nominated to the node);
+    ``run_extensions``: False when no PreFilter extension would run in this cycle."""
+    search = _VictimSearch(fh, state, pod, node_info, reprieve, run_extensions)
     potential = [pi for pi in node_info.pods if pi.pod.priority < pod.priority]
     for pi in potential:
         err = search.remove(pi)
@@ -227,35 +289,56 @@ class _VictimSearch:
     """One node's dry run: pods taken off and put back, each change told to the PreFilter extensions;
     the pods that could not be put back are the victims, in the order they were tried."""
 
-    __slots__ = ("fh", "node_info", "pod", "state", "victims")
+    __slots__ = ("fh", "node_info", "pod", "reprieve_filter", "run_extensions", "state", "victims")
 
-    def __init__(self, fh: FilterRunner, state: CycleState, pod: Pod, node_info: NodeInfo) -> None:
+    def __init__(
+        self,
+        fh: FilterRunner,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        reprieve_filter: ReprieveFilter | None = None,
+        run_extensions: bool = True,
+    ) -> None:
         self.fh = fh
         self.state = state
         self.pod = pod
         self.node_info = node_info
+        self.reprieve_filter = reprieve_filter
+        self.run_extensions = run_extensions
         self.victims: list[PodInfo] = []
 
     def remove(self, pi: PodInfo) -> Status | None:
         self.node_info.remove_pod(pi.pod)
+        if not self.run_extensions:
+            return None
         s = self.fh.run_pre_filter_extension_remove_pod(self.state, self.pod, pi, self.node_info)
         return None if s is None or s.is_success() else _as_error(s)
 
     def add(self, pi: PodInfo) -> Status | None:
         self.node_info.add_pod(pi)
+        if not self.run_extensions:
+            return None
         s = self.fh.run_pre_filter_extension_add_pod(self.state, self.pod, pi, self.node_info)
         return None if s is None or s.is_success() else _as_error(s)
 
     def filter(self) -> Status | None:
         return self.fh.run_filter_plugins_with_nominated_pods(self.state, self.pod, self.node_info)
 
+    def fits(self) -> bool:
+        """A reprieve step's Filter pass (after a first pass that passed)."""
+        rf = self.reprieve_filter
+        if rf is not None:
+            return rf.fits(self.state, self.pod, self.node_info)
+        st = self.filter()
+        return st is None or st.is_success()
+
     def reprieve(self, pi: PodInfo) -> tuple[bool, Status | None]:
         """Put ``pi`` back; if the pod no longer fits, take it off again and make it a victim."""
         err = self.add(pi)
         if err is not None:
             return False, err
-        st = self.filter()
-        fits = st is None or st.is_success()
+        fits = self.fits()
         if not fits:
             err = self.remove(pi)
             if err is not None:
