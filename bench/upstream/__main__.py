@@ -148,6 +148,18 @@ def entry_of(tc: course.TestCase, wl: course.Workload, reasons: list[str]) -> di
     return entry
 
 
+def results_path(folder: Path, now: dt.datetime) -> Path:
+    """``upstream-<date>-<HHMM>.json``, with ``-2``, ``-3``... when a run of the same minute left one (one
+    invocation per test case: short ones end within a minute of each other)."""
+    stem = f"upstream-{now.strftime('%Y-%m-%d-%H%M')}"
+    out = folder / f"{stem}.json"
+    n = 2
+    while out.exists():
+        out = folder / f"{stem}-{n}.json"
+        n += 1
+    return out
+
+
 def table_from_json(saved_path: Path, markdown: Path | None) -> int:
     saved = json.loads(saved_path.read_text())
     text = report.markdown(saved["results"], saved)
@@ -275,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = q / k if k and not math.isnan(k) else math.nan
         say(f"{name:<58}{thr if thr else '-':>10}{k:>9.1f}{q:>9.1f}{ratio:>9.2f}")
     a.out.mkdir(parents=True, exist_ok=True)
-    out = a.out / f"upstream-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d-%H%M')}.json"
+    out = results_path(a.out, dt.datetime.now(dt.UTC))
     doc = {
         "date": dt.datetime.now(dt.UTC).isoformat(),
         "git": git_info(),

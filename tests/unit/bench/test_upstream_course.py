@@ -3,11 +3,13 @@ workload, without a cluster (the cluster smoke is tests/integration/test_upstrea
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
 from bench.upstream import course
+from bench.upstream.__main__ import results_path
 from bench.upstream.gotemplate import TemplateError, render
 from bench.upstream.ops import unsupported
 
@@ -172,3 +174,16 @@ def test_the_pinned_course_is_read_from_the_module_cache() -> None:
         if tc.skip_reason(wl) is None and not unsupported(course.operations(tc, wl))
     ]
     assert len(runnable) >= 20
+
+
+def test_runs_ending_in_the_same_minute_keep_both_results_files(tmp_path: Path) -> None:
+    # one invocation per test case: short workloads end within a minute of each other, and the second
+    # results file once replaced the first
+    now = dt.datetime(2026, 11, 26, 23, 18, 5, tzinfo=dt.UTC)
+    first = results_path(tmp_path, now)
+    first.write_text("{}")
+    second = results_path(tmp_path, now)
+    second.write_text("{}")
+    assert first.name == "upstream-2026-11-26-2318.json"
+    assert second.name == "upstream-2026-11-26-2318-2.json"
+    assert results_path(tmp_path, now).name == "upstream-2026-11-26-2318-3.json"
