@@ -24,6 +24,8 @@ from typing import Any
 
 from bench.differential import CLAIM_CONTROLLER
 from bench.measure import Endpoint, ProcStats
+from bench.processes import Profiler, profile_summary
+from bench.report import find_py_spy
 from bench.run import KUBE, PY, SCHEDULERS, KubeScheduler, PyScheduler, Scheduler, git_info, machine_info
 from bench.upstream import course, dra, report
 from bench.upstream.ops import Executor, OpError, unsupported
@@ -73,6 +75,11 @@ def run_workload(
         sched.start()
         stats = ProcStats(sched.pid)
         cpu0 = stats.cpu_seconds()
+        collapsed = None
+        if args.profile and scheduler == PY:  # the whole workload, pyscheduler's main process
+            args.profile.mkdir(parents=True, exist_ok=True)
+            collapsed = args.profile / f"{tc.name}-{wl.name.replace('/', '_')}.collapsed.txt"
+            profiler = Profiler(args.profile_with, sched.pid, collapsed)
         ex = Executor(
             endpoint, tc.folder, tc.default_pod_template, SCHEDULER_NAME, timeout=args.timeout, say=say
         )
@@ -80,13 +87,19 @@ def run_workload(
             res = ex.run(ops)
         except OpError as e:
             return {"error": str(e)}
+        finally:
+            if collapsed is not None:
+                profiler.stop()
         if not sched.alive():
             return {"error": f"{scheduler} exited:\n{sched.log_tail()}"}
         cpu = stats.cpu_seconds() - cpu0
-        return {
+        prof = {"profile": profile_summary(collapsed)} if collapsed is not None and collapsed.exists() else {}
+        return prof | {
             "seconds": res.seconds,
             "pods": res.pods_created,
             "throughput_average": res.average(),
+            "throughput": res.throughput(),
+            "latency_ms": res.latency(),
             "windows": res.windows,
             "churn_rounds": res.churn_rounds,
             "churn_errors": res.churn_errors,
@@ -135,6 +148,18 @@ def entry_of(tc: course.TestCase, wl: course.Workload, reasons: list[str]) -> di
     return entry
 
 
+def results_path(folder: Path, now: dt.datetime) -> Path:
+    """``upstream-<date>-<HHMM>.json``, with ``-2``, ``-3``... when a run of the same minute left one (one
+    invocation per test case: short ones end within a minute of each other)."""
+    stem = f"upstream-{now.strftime('%Y-%m-%d-%H%M')}"
+    out = folder / f"{stem}.json"
+    n = 2
+    while out.exists():
+        out = folder / f"{stem}-{n}.json"
+        n += 1
+    return out
+
+
 def table_from_json(saved_path: Path, markdown: Path | None) -> int:
     saved = json.loads(saved_path.read_text())
     text = report.markdown(saved["results"], saved)
@@ -142,6 +167,30 @@ def table_from_json(saved_path: Path, markdown: Path | None) -> int:
         markdown.write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def list_plan(
+    plan: list[tuple[course.TestCase, course.Workload, list[dict[str, Any]], list[str]]],
+    a: argparse.Namespace,
+) -> int:
+    """``--list``: what runs and what is skipped; with ``--results`` the table's figures from saved runs
+    (``--markdown``) and, last, the summary line over them."""
+    for tc, wl, _ops, reasons in plan:
+        thr = threshold_of(wl)
+        say(
+            f"{tc.name}/{wl.name}  labels={','.join(sorted(tc.labels | wl.labels)) or '-'}"
+            f"{f'  threshold={thr:g}' if thr else ''}{'  SKIP: ' + '; '.join(reasons) if reasons else ''}"
+        )
+    runnable = sum(1 for *_, r in plan if not r)
+    say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
+    if a.markdown or a.results:
+        entries = [entry_of(tc, wl, r) for tc, wl, _ops, r in plan]
+        saved = [json.loads(f.read_text()) for f in a.results]
+        merged = report.merge(entries, saved)
+        if a.markdown:
+            a.markdown.write_text(report.markdown(merged, report.runs_meta(saved)))
+        say(report.summary_line(merged))
     return 0
 
 
@@ -158,6 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
     p.add_argument("--py-log-level", default="info")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="sample pyscheduler with py-spy for the whole workload: collapsed stacks to this folder, "
+        "the top functions and threads into the results",
+    )
+    p.add_argument("--py-spy", help="py-spy binary (default: on PATH or /tmp/pyspy-venv/bin/py-spy)")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--markdown", type=Path, help="also write the course table (Markdown) to this file")
     p.add_argument(
@@ -173,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.from_json:
         return table_from_json(a.from_json, a.markdown)
+    a.profile_with = find_py_spy(a.py_spy) if a.profile else None
+    if a.profile and not a.profile_with:
+        say("--profile: py-spy not found (pip install py-spy, or --py-spy PATH)")
+        return 2
     split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
     try:
         cases = course.load()
@@ -190,19 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reasons = [r for r in [tc.skip_reason(wl), *unsupported(ops)] if r]
         plan.append((tc, wl, ops, reasons))
     if a.list:
-        for tc, wl, _ops, reasons in plan:
-            thr = threshold_of(wl)
-            say(
-                f"{tc.name}/{wl.name}  labels={','.join(sorted(tc.labels | wl.labels)) or '-'}"
-                f"{f'  threshold={thr:g}' if thr else ''}{'  SKIP: ' + '; '.join(reasons) if reasons else ''}"
-            )
-        runnable = sum(1 for *_, r in plan if not r)
-        say(f"{len(plan)} workloads selected, {runnable} runnable, {len(plan) - runnable} skipped")
-        if a.markdown:
-            entries = [entry_of(tc, wl, r) for tc, wl, _ops, r in plan]
-            saved = [json.loads(f.read_text()) for f in a.results]
-            a.markdown.write_text(report.markdown(report.merge(entries, saved), report.runs_meta(saved)))
-        return 0
+        return list_plan(plan, a)
 
     results: list[dict[str, Any]] = []
     for tc, wl, ops, reasons in plan:
@@ -239,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = q / k if k and not math.isnan(k) else math.nan
         say(f"{name:<58}{thr if thr else '-':>10}{k:>9.1f}{q:>9.1f}{ratio:>9.2f}")
     a.out.mkdir(parents=True, exist_ok=True)
-    out = a.out / f"upstream-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d-%H%M')}.json"
+    out = results_path(a.out, dt.datetime.now(dt.UTC))
     doc = {
         "date": dt.datetime.now(dt.UTC).isoformat(),
         "git": git_info(),
@@ -262,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"upstream course: {len(ran)} run, {len(results) - len(ran)} skipped; pyscheduler below upstream's "
         f"threshold on {len(below)}"
     )
+    say(report.summary_line(results))
     return 0
 
 

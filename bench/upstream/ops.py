@@ -9,6 +9,8 @@ are applied at creation (the outcome upstream's patches reach).
 Throughput is upstream's: while a metrics window is open (a ``createPods`` with ``collectMetrics``, or
 ``startCollectingMetrics`` .. ``stopCollectingMetrics``), pods of the window's namespaces that get a node
 are counted; one sample per second; the figure a ``threshold`` is compared with is the samples' mean.
+Latency, for the same pods, is from just before the creating POST was sent to the watch seeing the bind
+(one clock, as ``bench.run`` measures it); pods made by churn are not followed.
 
 ``unsupported(ops)`` lists what this translation cannot do yet; the runner skips such a workload with that
 reason instead of running something else under its name.
@@ -28,7 +30,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench.measure import Conn, Endpoint, Watch, post_objects, run_parallel, throughput_samples
+from bench.measure import Conn, Endpoint, Summary, Watch, post_objects, run_parallel, throughput_samples
 from bench.upstream import dra
 from bench.upstream.gotemplate import render
 from pyscheduler.client.api import KINDS, resource_path  # kind -> (API path prefix, plural, namespaced)
@@ -154,11 +156,20 @@ class Result:
     pods_created: int = 0
     churn_rounds: int = 0
     churn_errors: list[str] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)  # of the pods the windows counted
 
     def average(self) -> float:
         """The mean throughput over every window's samples (what upstream's threshold reads)."""
         samples = [s for w in self.windows for s in w["samples"]]
         return statistics.fmean(samples) if samples else float("nan")
+
+    def throughput(self) -> dict[str, float]:
+        """avg/p50/p90/p99 of every window's one-second samples (scheduler_perf's SchedulingThroughput)."""
+        return Summary.of([s for w in self.windows for s in w["samples"]]).as_dict()
+
+    def latency(self) -> dict[str, float]:
+        """avg/p50/p90/p99 (ms) of creation→bind of the pods the windows counted."""
+        return Summary.of(self.latencies_ms).as_dict()
 
 
 class Executor:
@@ -184,6 +195,7 @@ class Executor:
         self.say = say
         self.watch = PodWatch(endpoint)
         self.pods: dict[str, list[tuple[str, str]]] = {}  # namespace -> pods created there
+        self.sent: dict[tuple[str, str], float] = {}  # pod -> just before its creating POST went out
         self.windows: list[Window] = []
         self.namespace_seq = 0
         self.stopping = threading.Event()  # set when the workload ends: background ops (churn) stop
@@ -210,9 +222,13 @@ class Executor:
             out.append(obj)
         return out
 
-    def _post(self, path: str, objs: Sequence[dict[str, Any]]) -> None:
+    def _post(self, path: str, objs: Sequence[dict[str, Any]], ns: str | None = None) -> None:
+        """POST the objects; with ``ns`` (pods) the send times are kept for latency."""
         items = [(o["metadata"]["name"], orjson.dumps(o)) for o in objs]
-        errors = post_objects(self.endpoint, path, items, self.creators)
+        sent: dict[str, float] | None = {} if ns is not None else None
+        errors = post_objects(self.endpoint, path, items, self.creators, sent=sent)
+        if sent:
+            self.sent.update({(str(ns), name): t for name, t in sent.items()})
         if errors:
             raise OpError(f"POST {path}: {errors[:3]}")
 
@@ -318,7 +334,7 @@ class Executor:
             self._bound_volumes(op, ns, pods, tag)
         keys = [(ns, p["metadata"]["name"]) for p in pods]
         self.pods.setdefault(ns, []).extend(keys)
-        self._post(f"/api/v1/namespaces/{ns}/pods", pods)
+        self._post(f"/api/v1/namespaces/{ns}/pods", pods, ns=ns)
         return keys
 
     def _steady_state(self, op: Mapping[str, Any], i: int, ns: str, count: int) -> None:
@@ -435,6 +451,7 @@ class Executor:
             if kind not in KINDS:
                 raise OpError(f"createAny: kind {kind!r} not translated yet")
             namespaced = KINDS[kind][2]
+            _served_version(o)
             if kind == "Pod":
                 o.setdefault("spec", {})["schedulerName"] = self.scheduler_name
             ns = ""
@@ -444,7 +461,7 @@ class Executor:
                 self._ensure_namespace(ns)
                 if kind == "Pod":
                     self.pods.setdefault(ns, []).append((ns, o["metadata"]["name"]))
-            self._post(resource_path(kind, ns), [o])
+            self._post(resource_path(kind, ns), [o], ns=ns if kind == "Pod" else None)
 
     def churn(self, op: Mapping[str, Any], i: int) -> None:
         """Upstream's churn: every ``intervalMilliseconds`` (500) one object per template is created
@@ -619,12 +636,15 @@ class Executor:
             for w in self.windows:
                 if w.end is None:
                     w.end = time.monotonic()
+            lat: list[float] = []
+            figures = [self._window_figures(w, lat) for w in self.windows]
             return Result(
                 time.monotonic() - t0,
-                [self._window_figures(w) for w in self.windows],
+                figures,
                 sum(len(v) for v in self.pods.values()),
                 self.churned,
                 self.churn_errors,
+                lat,
             )
         finally:
             self.stopping.set()
@@ -633,22 +653,39 @@ class Executor:
             self.watch.stop()
             self.conn.close()
 
-    def _window_figures(self, w: Window) -> dict[str, Any]:
+    def _window_figures(self, w: Window, latencies_ms: list[float]) -> dict[str, Any]:
+        """The window's throughput samples and latency summary; its pods' latencies (ms) are appended
+        to ``latencies_ms``."""
         assert w.end is not None
         end = w.end
-        binds = [
-            t
+        counted = [
+            (k, t)
             for k, t in self.watch.bound.items()
             if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
         ]
-        samples = throughput_samples(binds)
+        samples = throughput_samples(t for _, t in counted)
+        lat = [1000.0 * (t - self.sent[k]) for k, t in counted if k in self.sent]
+        latencies_ms.extend(lat)
         return {
             "name": w.name,
             "seconds": end - w.start,
-            "scheduled": len(binds),
+            "scheduled": len(counted),
             "samples": samples,
             "average": statistics.fmean(samples) if samples else float("nan"),
+            "latency_ms": Summary.of(lat).as_dict(),
         }
+
+
+def _served_version(obj: dict[str, Any]) -> None:
+    """Give ``obj`` the version of its group that the course posts to (``KINDS``): upstream's DRA
+    templates write DeviceClasses as ``resource.k8s.io/v1beta2``, a version of the same shape that the
+    API server converts to v1 and that ours, with default runtime-config, does not take on the v1 path."""
+    prefix = KINDS[obj["kind"]][0]  # "/api/v1" or "/apis/<group>/<version>"
+    served = prefix.removeprefix("/apis/").removeprefix("/api/")
+    group, _, _version = str(obj.get("apiVersion", "")).rpartition("/")
+    served_group = served.rpartition("/")[0]
+    if group and group == served_group and obj["apiVersion"] != served:
+        obj["apiVersion"] = served
 
 
 def _seconds(value: Any) -> float:

@@ -8,7 +8,10 @@
 
 One row per workload: test case, workload, labels, whether it runs here (or the skip reason), upstream's
 threshold, each scheduler's average throughput (scheduler_perf's SchedulingThroughput mean), the py/kube
-ratio, CPU ms per pod of each. Workloads selected but not run (``--list``) show "runnable" without figures.
+ratio, each one's p99 creation→bind latency and the ratio, CPU ms per pod of each and the ratio, peak RSS
+of each. Workloads selected but not run (``--list``) show "runnable" without figures. The table ends with
+``summary_line``: how many workloads both schedulers ran, and in how many pyscheduler's throughput was at
+least and its p99 latency at most kube-scheduler's.
 """
 
 from __future__ import annotations
@@ -39,6 +42,40 @@ def _run_cell(r: Mapping[str, Any] | None) -> tuple[str, float]:
         return "error: " + _cell(str(r["error"]).splitlines()[0][:120]), math.nan
     t = r.get("throughput_average", math.nan)
     return _num(t), float(t) if isinstance(t, int | float) else math.nan
+
+
+def _fig(r: Mapping[str, Any] | None, *path: str) -> float:
+    """A number from a scheduler's result (``_fig(r, "latency_ms", "p99")``), NaN when absent or errored."""
+    v: Any = r
+    for p in path:
+        if not isinstance(v, Mapping) or "error" in v:
+            return math.nan
+        v = v.get(p)
+    return float(v) if isinstance(v, int | float) else math.nan
+
+
+def _ratio(py: float, kube: float) -> float:
+    return py / kube if kube and not math.isnan(kube) and not math.isnan(py) else math.nan
+
+
+def summary_line(results: Sequence[Mapping[str, Any]]) -> str:
+    """``upstream scheduler_perf: W workloads, throughput py>=kube in T/W, p99 py<=kube in L/W``: W counts
+    the workloads with a throughput from both schedulers; a workload whose run kept no latency (runs
+    before latency was recorded) counts against L and is said in brackets."""
+    w = t = lat = unrecorded = 0
+    for e in results:
+        k, q = _fig(e.get(KUBE), "throughput_average"), _fig(e.get(PY), "throughput_average")
+        if math.isnan(_ratio(q, k)):
+            continue
+        w += 1
+        t += q >= k
+        kp, qp = _fig(e.get(KUBE), "latency_ms", "p99"), _fig(e.get(PY), "latency_ms", "p99")
+        if math.isnan(kp) or math.isnan(qp):
+            unrecorded += 1
+        else:
+            lat += qp <= kp
+    note = f" (p99 not recorded for {unrecorded})" if unrecorded else ""
+    return f"upstream scheduler_perf: {w} workloads, throughput py>=kube in {t}/{w}, p99 py<=kube in {lat}/{w}{note}"
 
 
 def status(e: Mapping[str, Any]) -> str:
@@ -96,25 +133,31 @@ def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | Non
         lines.append("")
     lines.append(
         "| test case | workload | labels | runs here | threshold | kube pods/s | py pods/s | py/kube "
-        "| kube CPU ms/pod | py CPU ms/pod |"
+        "| kube p99 ms | py p99 ms | p99 py/kube | kube CPU ms/pod | py CPU ms/pod | CPU py/kube "
+        "| peak RSS kube / py MB |"
     )
-    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     ran = faster = 0
     for e in results:
-        kube_cell, k = _run_cell(e.get(KUBE))
-        py_cell, q = _run_cell(e.get(PY))
-        ratio = q / k if k and not math.isnan(k) and not math.isnan(q) else math.nan
+        kr, qr = e.get(KUBE), e.get(PY)
+        kube_cell, k = _run_cell(kr)
+        py_cell, q = _run_cell(qr)
+        ratio = _ratio(q, k)
         if not math.isnan(ratio):
             ran += 1
             faster += ratio >= 1.0
         thr: Any = e.get("threshold")
         by_suite = e.get("threshold_by_suite") or {}
         thr_cell = _num(thr, "g") if thr else ", ".join(f"{k}: {v}" for k, v in by_suite.items()) or "-"
+        kp, qp = _fig(kr, "latency_ms", "p99"), _fig(qr, "latency_ms", "p99")
+        kc, qc = _fig(kr, "cpu_ms_per_pod"), _fig(qr, "cpu_ms_per_pod")
+        km, qm = _fig(kr, "peak_rss_mb"), _fig(qr, "peak_rss_mb")
+        rss = "-" if math.isnan(km) and math.isnan(qm) else f"{_num(km, '.0f')} / {_num(qm, '.0f')}"
         lines.append(
             f"| {e['test_case']} | {e['workload']} | {','.join(e.get('labels') or ()) or '-'} | {status(e)} "
             f"| {thr_cell} | {kube_cell} | {py_cell} | {_num(ratio, '.2f')} "
-            f"| {_num((e.get(KUBE) or {}).get('cpu_ms_per_pod'), '.2f')} "
-            f"| {_num((e.get(PY) or {}).get('cpu_ms_per_pod'), '.2f')} |"
+            f"| {_num(kp, '.0f')} | {_num(qp, '.0f')} | {_num(_ratio(qp, kp), '.2f')} "
+            f"| {_num(kc, '.2f')} | {_num(qc, '.2f')} | {_num(_ratio(qc, kc), '.2f')} | {rss} |"
         )
     runnable = sum(1 for e in results if not e.get("skipped"))
     lines.append("")
@@ -122,4 +165,6 @@ def markdown(results: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | Non
         f"{len(results)} workloads, {runnable} runnable here, {len(results) - runnable} skipped; "
         f"measured with both schedulers: {ran}, pyscheduler's throughput >= kube-scheduler's in {faster}."
     )
+    lines.append("")
+    lines.append(summary_line(results))
     return "\n".join(lines) + "\n"

@@ -57,6 +57,10 @@ def test_an_upstream_workload_runs_and_reports_its_throughput(tmp_path: Path, te
     assert run["pods"] > 0
     assert sum(w["scheduled"] for w in run["windows"]) > 0
     assert run["throughput_average"] > 0
+    # and each counted pod's creation→bind latency: positive, p99 at least the median
+    lat = run["latency_ms"]
+    assert lat["n"] == sum(w["scheduled"] for w in run["windows"])
+    assert 0 < lat["p50"] <= lat["p99"]
 
 
 @pytest.mark.cluster

@@ -3,13 +3,16 @@ workload, without a cluster (the cluster smoke is tests/integration/test_upstrea
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.upstream import course
+from bench.upstream.__main__ import results_path
 from bench.upstream.gotemplate import TemplateError, render
-from bench.upstream.ops import unsupported
+from bench.upstream.ops import _served_version, unsupported
 
 
 @pytest.mark.parametrize(
@@ -172,3 +175,27 @@ def test_the_pinned_course_is_read_from_the_module_cache() -> None:
         if tc.skip_reason(wl) is None and not unsupported(course.operations(tc, wl))
     ]
     assert len(runnable) >= 20
+
+
+def test_runs_ending_in_the_same_minute_keep_both_results_files(tmp_path: Path) -> None:
+    # one invocation per test case: short workloads end within a minute of each other, and the second
+    # results file once replaced the first
+    now = dt.datetime(2026, 11, 26, 23, 18, 5, tzinfo=dt.UTC)
+    first = results_path(tmp_path, now)
+    first.write_text("{}")
+    second = results_path(tmp_path, now)
+    second.write_text("{}")
+    assert first.name == "upstream-2026-11-26-2318.json"
+    assert second.name == "upstream-2026-11-26-2318-2.json"
+    assert results_path(tmp_path, now).name == "upstream-2026-11-26-2318-3.json"
+
+
+def test_objects_of_an_older_version_of_a_served_group_are_posted_as_the_served_version() -> None:
+    # upstream's DRA templates write DeviceClasses as resource.k8s.io/v1beta2; posted to the v1 path with
+    # that apiVersion the API server refused them (HTTP 400), and ExtendedResourceScoring never started
+    dc: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceClass", "spec": {}}
+    _served_version(dc)
+    assert dc["apiVersion"] == "resource.k8s.io/v1"
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"}
+    _served_version(pod)
+    assert pod["apiVersion"] == "v1"

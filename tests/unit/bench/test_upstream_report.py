@@ -24,8 +24,18 @@ def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> No
             "workload": "ran",
             "threshold": 270,
             "labels": ["performance"],
-            "kube-scheduler": {"throughput_average": 200.0, "cpu_ms_per_pod": 2.0},
-            "pyscheduler": {"throughput_average": 300.0, "cpu_ms_per_pod": 1.5},
+            "kube-scheduler": {
+                "throughput_average": 200.0,
+                "cpu_ms_per_pod": 2.0,
+                "latency_ms": {"p99": 400.0},
+                "peak_rss_mb": 80.0,
+            },
+            "pyscheduler": {
+                "throughput_average": 300.0,
+                "cpu_ms_per_pod": 1.5,
+                "latency_ms": {"p99": 500.0},
+                "peak_rss_mb": 120.4,
+            },
         },
         {
             "test_case": "SchedulingBasic",
@@ -46,15 +56,49 @@ def test_rows_give_both_figures_the_ratio_and_why_a_workload_did_not_run() -> No
     ]
     text = report.markdown(results, {"version": "v1.36.3", "git": {"commit": "abc123", "dirty": False}})
     rows = _rows(text)
-    assert rows["ran"][3:8] == ["ran", "270", "200.0", "300.0", "1.50"]
+    assert rows["ran"][3:15] == [
+        "ran",
+        "270",
+        "200.0",
+        "300.0",
+        "1.50",
+        "400",
+        "500",
+        "1.25",
+        "2.00",
+        "1.50",
+        "0.75",
+        "80 / 120",
+    ]
     assert rows["skipped"][3] == "skip: feature gates X=true: unrecognized feature gate: X"
     assert rows["failed"][4] == "dra: 56"
     assert rows["failed"][6] == "error: timed out after 300s waiting for barrier 3"
     assert rows["failed"][7] == "-"
     assert "at commit abc123" in text
-    assert text.rstrip().endswith(
+    assert (
         "3 workloads, 2 runnable here, 1 skipped; measured with both schedulers: 1, "
-        "pyscheduler's throughput >= kube-scheduler's in 1."
+        "pyscheduler's throughput >= kube-scheduler's in 1." in text
+    )
+    # the last line counts only workloads both schedulers ran; slower p99 (500 > 400 ms) is not counted
+    assert text.rstrip().splitlines()[-1] == (
+        "upstream scheduler_perf: 1 workloads, throughput py>=kube in 1/1, p99 py<=kube in 0/1"
+    )
+
+
+def test_the_last_line_says_which_runs_kept_no_latency() -> None:
+    def run(thr: float, p99: float | None) -> dict[str, Any]:
+        return {"throughput_average": thr} | ({"latency_ms": {"p99": p99}} if p99 is not None else {})
+
+    results: list[dict[str, Any]] = [
+        {"kube-scheduler": run(100, 50), "pyscheduler": run(90, 40)},  # slower, lower p99
+        {"kube-scheduler": run(100, 50), "pyscheduler": run(110, 60)},  # faster, higher p99
+        {"kube-scheduler": run(100, None), "pyscheduler": run(120, None)},  # an old run: no latency
+        {"kube-scheduler": run(100, 50), "pyscheduler": {"error": "timed out"}},  # not counted
+        {"pyscheduler": run(100, 50)},  # one scheduler only: not counted
+    ]
+    assert report.summary_line(results) == (
+        "upstream scheduler_perf: 3 workloads, throughput py>=kube in 2/3, p99 py<=kube in 1/3 "
+        "(p99 not recorded for 1)"
     )
 
 
