@@ -115,9 +115,11 @@ class ApiStatusWriter:
     writer's queue can lag seconds behind under load, while the pod's next attempt binds it (the Binding
     sets ``PodScheduled=True``), and a late ``False`` on a running pod is what kube's own e2e specs reject
     (``PodStatus isn't 'true'``). kube-scheduler serializes a pod's status patch and its Binding; here the
-    patch carries the pod's ``resourceVersion`` as a precondition: a 409 means the pod changed since the
-    attempt, and ``latest(uid)`` (the daemon's own view: the queue's copy, or the cache's if it is assumed
-    or bound) says whether to drop the write (bound, assumed or gone) or to retry on the newer version."""
+    patch carries the newest ``resourceVersion`` the daemon has seen as a precondition: a 409 means the pod
+    changed since, and ``latest(uid)`` (the daemon's own view) says whether to drop the write (the watch
+    shows it bound, or it is gone) or to retry on the newer version. A pod only *assumed* again (its next
+    attempt waiting in Permit, say) still gets the write, as kube-scheduler writes it: its binding may yet
+    fail, and if it succeeds the Binding sets the condition True after the write."""
 
     #: how many times a condition write is retried on a newer resourceVersion after a 409
     CONFLICT_RETRIES = 3
@@ -134,7 +136,7 @@ class ApiStatusWriter:
         self.writer = writer
         self.clock = clock
         self.objects = objects
-        #: uid -> (assumed or bound, resourceVersion) as the daemon last saw the pod; None: not known
+        #: uid -> (bound, resourceVersion) as the daemon's watch last showed the pod; None: gone
         self.latest = latest
 
     def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
@@ -161,7 +163,7 @@ class ApiStatusWriter:
         for _ in range(1 + self.CONFLICT_RETRIES):
             seen = self.latest(pod.uid)
             if seen is None or seen[0]:
-                log.debug("PodScheduled=False not written: the pod is bound, assumed or gone", pod=pod.key)
+                log.debug("PodScheduled=False not written: the pod is bound or gone", pod=pod.key)
                 return
             rv = max(rv, seen[1], key=_rv_order)
             try:
@@ -217,14 +219,17 @@ def _rv_order(rv: str) -> tuple[int, str]:
 
 
 def _latest_view(queue: SchedulingQueue, cache: Cache) -> Callable[[str], tuple[bool, str] | None]:
-    """uid -> (assumed or bound, resourceVersion) from the cache (assumed/bound pods) or the queue."""
+    """uid -> (bound, resourceVersion): bound when the cache holds the pod as the watch showed it (not
+    merely assumed); else the queue's copy (pending or in flight), or the assumed copy; None: neither."""
 
     def latest(uid: str) -> tuple[bool, str] | None:
         cached = cache.get_pod(uid)
-        if cached is not None:
+        if cached is not None and not cache.is_assumed(uid):
             return True, cached.resource_version
         qpi = queue.get(uid)
-        return None if qpi is None else (False, qpi.pod.resource_version)
+        if qpi is not None:
+            return False, qpi.pod.resource_version
+        return None if cached is None else (False, cached.resource_version)
 
     return latest
 

@@ -451,7 +451,7 @@ def test_a_late_unschedulable_condition_never_lands_on_a_bound_pod(
         status.pod_scheduled_condition(pod, "False", "Unschedulable", "0/1 nodes are available: late.")
         assert writer.flush(30) and writer.failed == 0
         assert _scheduled(api, ns, "late-bound") == "True"
-        # 2. the watch has shown the pod assumed/bound: nothing is sent at all
+        # 2. the watch has shown the pod bound: nothing is sent at all
         pod2 = create_pod(api, ns, "late-assumed")
         seen[pod2.uid] = (True, pod2.resource_version)
         requests = api.requests_total

@@ -36,7 +36,15 @@ from pyscheduler.testing import make_handle, snapshot_of
 from pyscheduler.testing.builders import PodBuilder, make_cycle_state, make_node, make_node_info, make_pod
 from pyscheduler.testing.cluster import LocalCluster, _set_pdeathsig, free_port
 from pyscheduler.testing.daemon import SchedulerProcess
-from pyscheduler.testing.kube import create, events_for, eventually, list_pods, node_of
+from pyscheduler.testing.kube import (
+    create,
+    events_for,
+    eventually,
+    get_pod,
+    list_pods,
+    node_of,
+    scheduled_condition,
+)
 
 LABEL_MATCH = "py-label-match"
 VOLUME_READY = "py-volume-ready"
@@ -176,11 +184,14 @@ def bound(cluster: LocalCluster, ns: str) -> dict[str, str]:
 
 
 def failed_note(cluster: LocalCluster, ns: str, name: str, *needles: str) -> str:
-    """The FailedScheduling note of the pod that contains every needle (polls)."""
+    """The pod's FailedScheduling note, or its PodScheduled condition's message, that contains every needle
+    (polls). A pod that fails again and again has one event whose note stays the first failure's (a series,
+    as kube-scheduler's recorder makes it); its latest reason is in the condition."""
 
     def find() -> str:
-        for e in events_for(cluster, ns, name, "FailedScheduling"):
-            note = str(e.get("note", ""))
+        notes = [str(e.get("note", "")) for e in events_for(cluster, ns, name, "FailedScheduling")]
+        cond = scheduled_condition(get_pod(cluster, ns, name)) or {}
+        for note in [*notes, str(cond.get("message", ""))]:
             if all(n in note for n in needles):
                 return note
         return ""

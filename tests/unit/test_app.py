@@ -71,6 +71,26 @@ def test_assigned_pods_go_to_the_cache_and_binding_removes_a_pod_from_the_queue(
     assert app.cache.pod_count() == 0
 
 
+def test_the_status_writers_view_of_a_pod_bound_assumed_pending_or_gone(app: App) -> None:
+    # what decides whether a late PodScheduled=False is dropped (only bound or gone) or written
+    latest = app.scheduler.status_writer.latest  # type: ignore[attr-defined]
+    NodeHandler(app).on_add(make_node("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    h = PodHandler(app)
+    pending = make_pod("p").scheduler("py-scheduler").obj()
+    pending = dataclasses.replace(pending, resource_version="7")
+    h.on_add(pending)
+    assert latest(pending.uid) == (False, "7")
+    qpi = app.queue.pop(0.1)
+    assert qpi is not None
+    app.cache.assume_pod(dataclasses.replace(qpi.pod, node_name="n1"))
+    assert latest(pending.uid) == (False, "7")  # assumed, waiting in Permit: its binding may yet fail
+    bound = dataclasses.replace(pending, node_name="n1", resource_version="9")
+    h.on_update(pending, bound)
+    assert latest(pending.uid) == (True, "9")  # the watch shows it bound: a late False is dropped
+    h.on_delete(bound)
+    assert latest(pending.uid) is None
+
+
 def test_a_malformed_pod_of_ours_gets_failed_scheduling_once_and_the_loop_goes_on(app: App) -> None:
     obj = make_pod("bad", "ns1").scheduler("py-scheduler").json()
     obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
