@@ -106,7 +106,7 @@ def test_steady_state_keeps_replacing_scheduled_pods_for_its_duration(tmp_path: 
         {"opcode": "createPods", "count": 5, "steadyState": True, "duration": "3s", "collectMetrics": True},
     ]
     tc = course.TestCase("SteadyStateSmoke", tmp_path, tuple(ops), ())
-    args = argparse.Namespace(timeout=60, py_log_level="warning")
+    args = argparse.Namespace(timeout=60, py_log_level="warning", profile=None, profile_with=None)
     run = upstream.run_workload(tc, course.Workload("smoke", {}), ops, PY, args)
     assert "error" not in run, run
     # more pods than one batch got a node: batches were replaced while the window was open
