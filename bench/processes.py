@@ -20,6 +20,7 @@ from bench.workloads import SCHEDULER_NAME
 from pyscheduler.testing.cluster import (
     LocalCluster,
     free_port,
+    log_tail,
     spawn_logged,
     stop_process_group,
     wait_http_ready,
@@ -82,7 +83,7 @@ class KubeScheduler:
         stop_process_group(self.proc, 15)
 
     def log_tail(self, n: int = 30) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log.exists() else ""
+        return log_tail(self.log, n)
 
     @property
     def log_dir(self) -> Path:

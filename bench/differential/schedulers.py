@@ -20,6 +20,7 @@ from pyscheduler.parallel import FORCE_ENV
 from pyscheduler.testing.cluster import (
     LocalCluster,
     free_port,
+    log_tail,
     spawn_logged,
     stop_process_group,
     wait_http_ready,
@@ -93,9 +94,7 @@ class KubeScheduler:
         )
 
     def log_tail(self, n: int = 30) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        return log_tail(self.log_path, n)
 
     def scores(self) -> dict[str, dict[str, dict[str, int]]]:
         """ns/name -> node -> plugin -> weighted score, from the last scoring cycle of each pod in the log

@@ -122,6 +122,13 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
         pass
 
 
+def log_tail(path: Path, n: int = 30) -> str:
+    """The last ``n`` lines of a child's log file ("" if it has none yet)."""
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
 def spawn_logged(
     argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -476,7 +483,7 @@ class LocalCluster:
     def log_tail(self, name: str, lines: int = 30) -> str:
         for p in self.procs:
             if p.name == name and p.log.exists():
-                return "\n".join(p.log.read_text(errors="replace").splitlines()[-lines:])
+                return log_tail(p.log, lines)
         return ""
 
     def _wait(self, ok: Any, timeout: float, what: str) -> None:
