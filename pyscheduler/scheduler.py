@@ -114,6 +114,14 @@ class ScheduleResult:
     feasible: int
 
 
+#: CycleState key: the pod was nominated in memory when it was assumed (kube's assume drops that)
+NOMINATED_AT_ASSUME_KEY = "pyscheduler/nominated-at-assume"
+
+
+def _was_nominated(state: CycleState) -> bool:
+    return bool(state.get(NOMINATED_AT_ASSUME_KEY, False))
+
+
 def _count_none(items: Sequence[object]) -> int:
     """How many items are None, at C speed (list.count(None) calls each Status's __eq__)."""
     return len(items) - sum(map(operator.is_not, items, itertools.repeat(None)))
@@ -270,28 +278,37 @@ class Scheduler:
             return True
         except Exception as e:  # plugin or extender error
             st = Status.as_error(e)
-            self.handle_failure(fwk, qpi, st, None, start)
+            self.handle_failure(fwk, qpi, st, None, start, clear_nomination=True)
             return True
         if metrics is not None:
             metrics.algorithm(self.clock.now() - start)
 
+        # From here on every failure clears the pod's nomination (kube's clearNominatedNode).
         assumed = pod.with_node_name(result.node)
         try:
             self.cache.assume_pod(assumed)
         except Exception as e:
-            self.handle_failure(fwk, qpi, Status.as_error(e), None, start)
+            self.handle_failure(fwk, qpi, Status.as_error(e), None, start, clear_nomination=True)
             return True
+        # An assumed pod is no longer nominated (kube's assume): Filter would count it twice on its node.
+        if self.queue.nominated_node_name(pod.uid) is not None:
+            self.queue.delete_nominated_pod_if_exists(pod)
+            state.write(NOMINATED_AT_ASSUME_KEY, True)
         s = fwk.run_reserve_plugins_reserve(state, assumed, result.node)
         if s is not None and not s.is_success():
             fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
             self._forget(assumed)
-            self.handle_failure(fwk, qpi, s, None, start)
+            self.handle_failure(
+                fwk, qpi, s, None, start, clear_nomination=True, was_nominated=_was_nominated(state)
+            )
             return True
         s = fwk.run_permit_plugins(state, assumed, result.node)
         if s is not None and not s.is_success() and not s.is_wait():
             fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
             self._forget(assumed)
-            self.handle_failure(fwk, qpi, s, None, start)
+            self.handle_failure(
+                fwk, qpi, s, None, start, clear_nomination=True, was_nominated=_was_nominated(state)
+            )
             return True
         if s is not None and s.is_wait():
             # Plugins like Coscheduling expect the waiting pod's siblings to be tried next.
@@ -598,7 +615,7 @@ class Scheduler:
             if s is not None and not s.is_success():
                 fwk.run_reserve_plugins_unreserve(state, assumed, result.node)
                 handed_back = True
-                self._binding_failed(fwk, qpi, assumed, s, start)
+                self._binding_failed(fwk, qpi, assumed, s, start, _was_nominated(state))
                 return
             self.cache.finish_binding(assumed)
             self.recorder.event(
@@ -633,7 +650,7 @@ class Scheduler:
             except Exception:  # Unreserve plugins' own errors are reported by the framework; this is ours
                 log.exception("unreserve after a binding cycle error failed", pod=assumed.key)
             handed_back = True
-            self._binding_failed(fwk, qpi, assumed, Status.as_error(e), start)
+            self._binding_failed(fwk, qpi, assumed, Status.as_error(e), start, _was_nominated(state))
         finally:
             if not handed_back:
                 self.queue.done(assumed.uid)
@@ -656,17 +673,25 @@ class Scheduler:
         self.cache.forget_pod(assumed)  # False (nothing to forget) is logged by the cache
 
     def _binding_failed(
-        self, fwk: Framework, qpi: QueuedPodInfo, assumed: Pod, status: Status, start: float
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        assumed: Pod,
+        status: Status,
+        start: float,
+        was_nominated: bool = False,
     ) -> None:
         """kube's handleBindingCycleError (after Unreserve): forget the assumed pod and hand it back. The
         capacity it held on its node is free again, as if an assigned pod were deleted there: the pods
         turned away because of it are requeued (AssignedPodDelete), else they wait for an unrelated event
         or the 5-minute flush (a gang member timing out in Permit held its node that long for others). A
-        rejected pod (Permit) is itself unschedulable: it is handed back first and not moved."""
+        rejected pod (Permit) is itself unschedulable: it is handed back first and not moved. Whatever
+        failed (Permit rejected or timed out, PreBind, Bind), the pod's nomination is cleared, in memory
+        and in its status (kube's clearNominatedNode): a preemptor whose binding failed holds no node."""
         freed = self.cache.forget_pod(assumed)
         if freed and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        self.handle_failure(fwk, qpi, status, None, start)
+        self.handle_failure(fwk, qpi, status, None, start, clear_nomination=True, was_nominated=was_nominated)
         if freed and status.is_rejected():
             uid = assumed.uid
             self.queue.move_all_to_active_or_backoff(
@@ -674,6 +699,19 @@ class Scheduler:
             )
 
     # ------------------------------------------------------------------------------------ failures
+    def clear_nomination(self, pod: Pod, *, was_nominated: bool = False) -> None:
+        """kube's clearNominatedNode: the pod is nominated nowhere, in memory and in its status. The API
+        write happens only where there is something to clear: the pod's status names a node, or it was
+        nominated in memory (``was_nominated``: until it was assumed), whose status write may still be on
+        its way (the writer keeps a pod's writes in order, so the clearing lands after it); and only for
+        a pod the queue still holds (one deleted or bound meanwhile is left alone)."""
+        uid = pod.uid
+        in_memory = self.queue.nominated_node_name(uid) is not None
+        if in_memory:
+            self.queue.delete_nominated_pod_if_exists(pod)
+        if (pod.nominated_node_name or in_memory or was_nominated) and self.queue.where(uid) is not None:
+            self.status_writer.nominated_node(pod, "")
+
     def _on_fit_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, start: float
     ) -> None:
@@ -681,7 +719,11 @@ class Scheduler:
         qpi.unschedulable_plugins = set(fe.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(fe.diagnosis.pending_plugins)
         st = Status(Code.UNSCHEDULABLE, (fe.message(),))
-        self.handle_failure(fwk, qpi, st, nominated, start, fit_error=True)
+        # kube clears the nomination when no PostFilter ran (none configured, or no nodes at all)
+        ran_post_filter = fwk.has_post_filter_plugins() and fe.num_all_nodes > 0
+        self.handle_failure(
+            fwk, qpi, st, nominated, start, fit_error=True, clear_nomination=not ran_post_filter
+        )
 
     def run_post_filter(self, fwk: Framework, state: CycleState, pod: Pod, fe: FitError) -> str | None:
         """PostFilter (preemption) for a pod no node fits; its message joins ``fe``. Returns the node
@@ -702,9 +744,8 @@ class Scheduler:
                 fe.diagnosis.post_filter_msg = s.message()
             if result is not None and result.nominated_node_name:
                 nominated = result.nominated_node_name
-            elif result is not None and result.mode == "clear" and pod.nominated_node_name:
-                self.queue.delete_nominated_pod_if_exists(pod)
-                self.status_writer.nominated_node(pod, "")
+            elif result is not None and result.mode == "clear":
+                self.clear_nomination(pod)
         return nominated
 
     def handle_failure(
@@ -715,7 +756,14 @@ class Scheduler:
         nominated: str | None,
         start: float,
         fit_error: bool = False,
+        *,
+        clear_nomination: bool = False,
+        was_nominated: bool = False,
     ) -> None:
+        """kube's handleSchedulingFailure: hand the pod back to the queue, nominate it on ``nominated``
+        (preemption's node) or, with ``clear_nomination``, clear its nomination (kube's
+        clearNominatedNode: ``was_nominated`` says the pod was nominated in memory when it was assumed),
+        then the FailedScheduling event and PodScheduled=False."""
         pod: Pod = qpi.pod
         is_error = status.code == Code.ERROR
         if not fit_error and status.plugin and not is_error:
@@ -735,6 +783,8 @@ class Scheduler:
                 PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated, if_queued=True
             )
             self.status_writer.nominated_node(pod, nominated)
+        elif clear_nomination:
+            self.clear_nomination(qpi.pod, was_nominated=was_nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
         self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)
         # an Error (a plugin raised, an API call failed) is kube's "Error scheduling pod; retrying", at

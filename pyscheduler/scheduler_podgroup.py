@@ -142,7 +142,7 @@ def schedule_pod_group(sched: Scheduler, qpi: QueuedPodInfo) -> None:
             if f is None:
                 sched.queue.done(q.uid)
                 continue
-            sched.handle_failure(f, q, Status.as_error(msg), None, start)
+            sched.handle_failure(f, q, Status.as_error(msg), None, start, clear_nomination=True)
         return
     kept = []
     for q in members:  # kube's skipPodGroupPodSchedule
@@ -443,10 +443,7 @@ def _permit_failure(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, r: PodRe
 
 def _clear_nomination(sched: Scheduler, pod: Pod) -> None:
     """kube's clearNominatedNode on a failure: the pod's nomination goes, in memory and in its status."""
-    if sched.queue.nominated_node_name(pod.uid) is not None:
-        sched.queue.delete_nominated_pod_if_exists(pod)
-    if pod.nominated_node_name:
-        sched.status_writer.nominated_node(pod, "")
+    sched.clear_nomination(pod)
 
 
 def _bind(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, r: PodResult, start: float) -> bool:

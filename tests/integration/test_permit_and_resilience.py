@@ -29,13 +29,15 @@ WAIT_LABEL = "test.pyscheduler.io/permit"
 
 
 class GatekeeperPermit:
-    """Pods labelled permit=wait wait up to the label's timeout; tests allow them through the handle."""
+    """Pods labelled permit=wait wait up to the label's timeout; tests allow them through the handle.
+    permit=once: the pod's first attempt waits (30 s), every later one is rejected."""
 
     name = "GatekeeperPermit"
 
     def __init__(self) -> None:
         self.unreserved: list[str] = []
         self.reserved: list[str] = []
+        self.permitted: set[str] = set()
         self.lock = threading.Lock()
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -53,6 +55,13 @@ class GatekeeperPermit:
             return Status.wait("waiting for the test", plugin=self.name), 30.0
         if mode == "short":
             return Status.wait("waiting briefly", plugin=self.name), 1.0
+        if mode == "once":
+            with self.lock:
+                first = pod.uid not in self.permitted
+                self.permitted.add(pod.uid)
+            if first:
+                return Status.wait("waiting for the test", plugin=self.name), 30.0
+            return Status.unschedulable("the test lets it wait only once", plugin=self.name), 0.0
         return None, 0.0
 
 
@@ -121,6 +130,60 @@ def test_permit_timeout_unreserves_and_requeues(
     # The reservation was released: a pod needing the same cpu fits on the node meanwhile.
     create(cluster, pod(ns, "next").req(cpu="600m").json())
     eventually(lambda: node_of(cluster, ns, "next"), timeout=10)
+
+
+def test_a_preemptor_whose_binding_cycle_fails_is_no_longer_nominated(
+    cluster: LocalCluster, ns: str, app: tuple[App, GatekeeperPermit]
+) -> None:
+    """kube-scheduler clears a pod's nomination when its binding cycle fails (clearNominatedNode): the
+    preemptor's status.nominatedNodeName goes, and the node it was nominated to is free for pods of the
+    same priority, which its nomination kept out."""
+    a, gate = app
+    (node,) = cluster.create_nodes(1, prefix=f"{ns}-n", labels={"pool": ns}, cpu="1")
+    low_class, high_class = f"{ns}-low", f"{ns}-high"
+    try:
+        for name, value in ((low_class, 10), (high_class, 1000)):
+            create(
+                cluster,
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+            )
+        create(cluster, pod(ns, "low").req(cpu="800m").priority_class(low_class).json())
+        eventually(lambda: node_of(cluster, ns, "low") == node, what="the victim bound")
+        create(
+            cluster,
+            pod(ns, "high").req(cpu="800m").priority_class(high_class).label(WAIT_LABEL, "once").json(),
+        )
+        fwk = a.profiles["py-permit"]
+        # it preempts "low", is nominated to the node, and once the victim is gone waits in Permit there
+        wp = eventually(
+            lambda: next((w for w in fwk.handle.iterate_waiting_pods() if w.pod.name == "high"), None),
+            what="the preemptor waiting in Permit",
+        )
+        assert wp.node_name == node
+        eventually(
+            lambda: get_pod(cluster, ns, "high")["status"].get("nominatedNodeName") == node,
+            what="the preemptor nominated in its status",
+        )
+        wp.reject(gate.name, "rejected by the test")  # its binding cycle fails
+        eventually(lambda: "high" in gate.unreserved, what="Unreserve after the rejection")
+        eventually(
+            lambda: "nominatedNodeName" not in get_pod(cluster, ns, "high")["status"],
+            timeout=10,
+            what="status.nominatedNodeName cleared",
+        )
+        # a pod of the same priority fits where the preemptor was nominated (its nomination held it)
+        create(cluster, pod(ns, "same").req(cpu="800m").priority_class(high_class).json())
+        eventually(lambda: node_of(cluster, ns, "same") == node, timeout=15, what="the freed node used")
+        assert node_of(cluster, ns, "high") == ""
+        assert "nominatedNodeName" not in get_pod(cluster, ns, "high")["status"]
+    finally:
+        for name in (low_class, high_class):
+            cluster.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
 def test_scheduling_survives_etcd_compaction(

@@ -832,6 +832,30 @@ def test_delete_removes_nomination() -> None:
     assert q.nominated_pods_for_node("n1") == []
 
 
+def test_a_nomination_cleared_in_flight_stays_cleared_until_the_status_names_a_node_again() -> None:
+    # A preemptor nominated on n1 is popped, assumed (the scheduler drops its nomination) and its binding
+    # fails (kube's clearNominatedNode). It is handed back with the version the watch last showed, whose
+    # status still names n1 because the clearing write has not landed: that must not nominate it again,
+    # nor must the watch's update that clears the field. Only a status naming a node nominates it.
+    q, _, _ = new_queue()
+    q.add(pod("a", 100, nominated="n1"))
+    qpi = pop_now(q)
+    assert q.nominated_node_name(qpi.uid) == "n1"
+    q.delete_nominated_pod_if_exists(qpi.pod)  # assumed
+    still_n1 = make_pod("a").priority(100).nominated("n1").obj()
+    q.update(qpi.pod, still_n1)  # an update while in flight (the status still says n1)
+    fail(q, qpi, "SomePermit")
+    assert q.where(qpi.uid) == UNSCHEDULABLE
+    assert qpi.pod is still_n1  # handed back as the watch last showed it
+    assert q.nominated_node_name(qpi.uid) is None
+    assert q.nominated_pods_for_node("n1") == []
+    cleared = make_pod("a").priority(100).obj()
+    q.update(still_n1, cleared)  # the clearing write lands
+    assert q.nominated_node_name(qpi.uid) is None
+    q.update(cleared, make_pod("a").priority(100).nominated("n2").obj())
+    assert q.nominated_node_name(qpi.uid) == "n2"  # a status naming a node is followed
+
+
 # ========================================================================================== helpers
 
 
