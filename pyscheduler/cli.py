@@ -148,6 +148,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     gates = feature_gates_or_exit(args.feature_gates)
     if gates.explicit:
         log.info("feature gates", feature_gates=gates.describe())
+    from pyscheduler import heap_profile  # opt-in (PYSCHEDULER_TRACEMALLOC), off in normal runs
+
+    with _startup("cannot start the heap profile"):
+        heap_profile.from_env()
     registry = _registry()
     config = load_config_or_exit(config_path(args.config)[0], registry)
     for warning in config.warnings:

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench.chaos.heap import HeapSampler
 from bench.chaos.scenarios import SCENARIOS, run_scenario
 from pyscheduler.testing.cluster import LocalCluster
 
@@ -61,12 +62,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--repeat", type=int, default=1, help="run the chosen scenarios this many times on one cluster"
     )
+    ap.add_argument(
+        "--tracemalloc",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="FRAMES",
+        help="with --soak: run the daemon with tracemalloc (FRAMES frames per allocation, default 1), take "
+        "a heap snapshot every --tracemalloc-every minutes and at the end, and print the allocation sites "
+        "that grew most between the first snapshot and the last (slows the daemon: not for figures)",
+    )
+    ap.add_argument(
+        "--tracemalloc-every",
+        type=int,
+        default=3,
+        metavar="MINUTES",
+        help="minutes between heap snapshots; the first is the baseline after warm-up (default 3)",
+    )
     args = ap.parse_args(argv)
+    if args.tracemalloc and not args.soak:
+        ap.error("--tracemalloc needs --soak")
     names = ["baseline"] if args.soak else (args.scenario or list(SCENARIOS))
     names = names * max(1, args.repeat)
     results = []
     with LocalCluster(with_controller_manager=True, name="chaos") as cluster:
         for name in names:
+            heap = HeapSampler(args.tracemalloc, args.tracemalloc_every) if args.tracemalloc else None
             r = run_scenario(
                 cluster,
                 name,
@@ -79,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
                 keep_logs=args.keep_logs,
                 flat_nodes=args.flat_nodes,
                 node_cpu=args.node_cpu,
+                heap=heap,
             )
+            if heap is not None:
+                r["heap"] = heap.report()
+                heap.cleanup(args.keep_logs)
             results.append(r)
             print(
                 f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "

@@ -35,6 +35,7 @@ from bench.chaos.faults import (
     f_scheduler_kill,
 )
 from bench.chaos.figures import retry_figures
+from bench.chaos.heap import HeapSampler
 from bench.chaos.probe import safe_probe
 from bench.chaos.procs import ExtenderProcess, HttpProxyProcess, PrometheusProcess, ProxyProcess
 from bench.chaos.soak import soak_minutes
@@ -111,8 +112,12 @@ def run_scenario(
     keep_logs: Path | None = None,
     flat_nodes: bool = False,
     node_cpu: str = "4",
+    heap: HeapSampler | None = None,
 ) -> dict[str, Any]:
+    """``heap`` (the soak only): the first daemon runs with tracemalloc and is sampled (bench/chaos/heap.py);
+    the caller prints its report."""
     fault, replicas = SCENARIOS[name]
+    heap_env = heap.env() if heap is not None else {}
     ns = f"chaos-{name}-{int(time.time()) % 100000}"
     wl = Workload(cluster, ns, pool=ns, nodes=nodes, seed=zlib.crc32(name.encode()))
     checker = Checker(cluster.server, ADMIN_TOKEN, str(cluster.ca_file), ns).start()
@@ -140,7 +145,7 @@ def run_scenario(
                 prometheus=prom.address if prom is not None else None,
             ),
             leader_elect=replicas > 1,
-            env={"POD_NAME": f"{name}-{i}"},
+            env={"POD_NAME": f"{name}-{i}", **(heap_env if i == 0 else {})},
             name=f"chaos-{i}",
         )
         for i in range(replicas)
@@ -155,7 +160,7 @@ def run_scenario(
         fault_end = None
         soak_rows: list[dict[str, Any]] = []
         if soak:
-            soak_rows = soak_minutes(t0, minutes, checker, scheds[0])
+            soak_rows = soak_minutes(t0, minutes, checker, scheds[0], heap)
         else:
             time.sleep(duration / 3)
             fault_start = time.monotonic()

@@ -10,14 +10,20 @@ from typing import Any
 from bench.chaos.checker import Checker
 from bench.chaos.common import p99
 from bench.chaos.figures import proc_stats, scheduler_gauges
+from bench.chaos.heap import HeapSampler
 from pyscheduler.testing.daemon import SchedulerProcess
 
 
 def soak_minutes(
-    t0: float, minutes: float, checker: Checker, sched: SchedulerProcess
+    t0: float,
+    minutes: float,
+    checker: Checker,
+    sched: SchedulerProcess,
+    heap: HeapSampler | None = None,
 ) -> list[dict[str, Any]]:
     """Once a minute: the daemon's RSS, threads, fds, CPU, queue and cache sizes, whether it is still the
-    process started (a restart would show as an exit code); pods created, binds and p99 create->bind."""
+    process started (a restart would show as an exit code); pods created, binds and p99 create->bind.
+    With ``heap``: a heap snapshot at the minutes it asks for (after that minute's figures)."""
     soak_rows: list[dict[str, Any]] = []
     tick_hz = os.sysconf("SC_CLK_TCK")
     last_cpu = 0
@@ -63,4 +69,6 @@ def soak_minutes(
             f"pods {g.get('cache_pods')} assumed {g.get('cache_assumed_pods')}",
             flush=True,
         )
+        if heap is not None and sched.proc is not None and heap.due(minute + 1, int(minutes)):
+            heap.take(sched.proc.pid, minute + 1)
     return soak_rows
