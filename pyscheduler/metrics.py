@@ -470,7 +470,8 @@ class SchedulerMetrics:
         self, profile: str, attempts: int, sli_seconds: float, *, after_flush: bool = False
     ) -> None:
         self.scheduling_attempts.observe(attempts)
-        self.sli_duration.labels(str(attempts)).observe(sli_seconds)
+        # kube's getAttemptsLabel: capped, so the label set stays small however often pods are retried
+        self.sli_duration.labels("15+" if attempts >= 15 else str(attempts)).observe(sli_seconds)
         if after_flush:
             self.scheduled_after_flush.inc()
 

@@ -193,6 +193,20 @@ def test_state_gauges_fall_to_zero_rather_than_vanish() -> None:
     assert ({"type": "nodes"}, 3.0) in samples(m, "scheduler_cache_size")
 
 
+def test_the_sli_attempts_label_is_capped_at_15_as_kubes() -> None:
+    # kube's getAttemptsLabel: "1".."14", then "15+"; uncapped, every new attempt count seen was a new
+    # histogram child for as long as the process ran (a label set that only grows)
+    m = SchedulerMetrics()
+    for attempts in (1, 14, 15, 16, 40, 400):
+        m.pod_scheduled("p", attempts, 1.0)
+    labels = {
+        s.labels["attempts"]
+        for fam in text_string_to_metric_families(generate_latest(m.registry).decode())
+        if fam.name == "scheduler_pod_scheduling_sli_duration_seconds"
+        for s in fam.samples
+    }
+    assert labels == {"1", "14", "15+"}
+
 def test_no_created_series_which_kube_scheduler_does_not_have() -> None:
     m = SchedulerMetrics()
     m.attempt("scheduled", "p", 0.01)
