@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -98,3 +99,15 @@ def test_output_piped_into_a_reader_that_quits_is_not_a_traceback() -> None:
     err = p.stderr.read()
     assert p.wait(timeout=60) == 141
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_a_bad_tracemalloc_frame_count_is_one_line(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pyscheduler.cli", "run", "--log-format", "json", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYSCHEDULER_TRACEMALLOC": "lots"},
+    )
+    line = error_line(out)
+    assert line.startswith("pyscheduler: cannot start the heap profile: PYSCHEDULER_TRACEMALLOC='lots'")
