@@ -164,7 +164,7 @@ def test_a_preemptor_whose_binding_cycle_fails_is_no_longer_nominated(
             lambda: next((w for w in fwk.handle.iterate_waiting_pods() if w.pod.name == "high"), None),
             what="the preemptor waiting in Permit",
         )
-        assert wp.node_name == node
+        assert wp is not None and wp.node_name == node
         eventually(
             lambda: get_pod(cluster, ns, "high")["status"].get("nominatedNodeName") == node,
             what="the preemptor nominated in its status",

@@ -207,6 +207,7 @@ def test_the_sli_attempts_label_is_capped_at_15_as_kubes() -> None:
     }
     assert labels == {"1", "14", "15+"}
 
+
 def test_no_created_series_which_kube_scheduler_does_not_have() -> None:
     m = SchedulerMetrics()
     m.attempt("scheduled", "p", 0.01)
