@@ -10,7 +10,7 @@ DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates in ``ob
 it makes a pod's claims from its templates and deallocates a claim once its last pod is gone. A claim's
 ``status`` (a preset allocation) is written through the status subresource after creation.
 
-``DraScenario`` adds two things the runner reads:
+``DraScenario`` adds what the runner reads:
 
     delete_before  pod name -> bound pods to delete before that pod is created; the runner waits until
                    the controller has released their claims (deallocation)
@@ -22,6 +22,12 @@ it makes a pod's claims from its templates and deallocates a claim once its last
                    conditions wait for in PreBind
     plugin_config  the profile's ``pluginConfig`` for both schedulers (and the in-memory scores), e.g.
                    a NodeResourcesFit scoring strategy that lists an extended resource
+    device_failures
+                   device name -> binding failure condition types the stand-in driver reports True
+                   the first time a claim is allocated the device (its next allocation gets
+                   ``device_conditions``): a failed attachment, then a retry
+    history        record a bound pod's events (reasons and messages, in order) and judge them too:
+                   the failed attempts on the way to the binding, not only where it ended
 
 Every device lives in the driver ``gpu.diff.example.com``; slices are named after their node. Nodes
 differ in CPU wherever two of them could take a pod, so that placements are not score ties and the
@@ -60,6 +66,8 @@ class DraScenario(Scenario):
     settle: float = 0.0
     device_conditions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     plugin_config: tuple[JSON, ...] = ()
+    device_failures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    history: bool = False
 
 
 # ------------------------------------------------------------------------------------------- builders
@@ -311,6 +319,8 @@ def dra_scenario(
     settle: float = 0.0,
     device_conditions: Mapping[str, Sequence[str]] | None = None,
     plugin_config: Sequence[JSON] = (),
+    device_failures: Mapping[str, Sequence[str]] | None = None,
+    history: bool = False,
 ) -> DraScenario:
     return DraScenario(
         name=name,
@@ -325,6 +335,8 @@ def dra_scenario(
         settle=settle,
         device_conditions={k: tuple(v) for k, v in (device_conditions or {}).items()},
         plugin_config=tuple(plugin_config),
+        device_failures={k: tuple(v) for k, v in (device_failures or {}).items()},
+        history=history,
     )
 
 

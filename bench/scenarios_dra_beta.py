@@ -141,6 +141,35 @@ add(
     )
 )
 
+# A failed attachment: the stand-in driver reports "attach-failed" the first time the claim gets
+# attach-0. kube's PreBind sees it at its 5 s poll and fails (the SchedulerError "device binding failed:
+# ..."), Unreserve takes the pod out of reservedFor; the retry's Filter finds the claim allocated but
+# failed on every node ("not available"), PostFilter deallocates it; the claim's update brings the pod
+# back, the allocator picks attach-0 again (still the only one), "attached" is reported and the pod is
+# bound. The pod's events (both FailedScheduling messages on the way) are judged as well as the end.
+add(
+    dra_scenario(
+        "dra-binding-failure",
+        "a binding failure condition on the first attachment: PreBind fails, PostFilter deallocates, "
+        "the retry gets the device again and is bound",
+        [node("n1", "8"), node("n2", "4")],
+        [
+            CLASS,
+            resource_slice(
+                "n1-gpus",
+                device("attach-0", binding=["attached"], binding_failure=["attach-failed"]),
+                node_name="n1",
+            ),
+            claim("c1"),
+        ],
+        pods=[claims(pod("p1", cpu="1"), "gpu=c1")],
+        device_conditions={"attach-0": ["attached"]},
+        device_failures={"attach-0": ["attach-failed"]},
+        settle=30.0,
+        history=True,
+    )
+)
+
 # ---------------------------------------------------------------- partitionable devices (beta, on in 1.36)
 
 PARTS = [
@@ -289,6 +318,39 @@ add(
     )
 )
 
+# DynamicResources disabled in the profile: kube-scheduler's shared DRA manager is there all the same, so
+# NodeResourcesFit leaves example.com/gpu to DRA wherever a DeviceClass backs it and no node advertises
+# it (the pods fit everywhere, none gets a device: nobody allocates) and scores it by the nodes' devices
+# of the class. An extended resource no class backs is still "Insufficient"; the message has no
+# DynamicResources PostFilter part.
+add(
+    dra_scenario(
+        "dra-extended-resource-no-plugin",
+        "DynamicResources disabled: Fit leaves a DRA-backed extended resource alone and scores the devices",
+        [node("n1", "8"), node("n2", "8"), node("n3", "8")],
+        [
+            device_class("gpu", f'{attr("model")} == "a"', extended=EXTENDED),
+            gpus("n1", 4, model="a"),
+            resource_slice(
+                "n2-gpus",
+                device("gpu-0", {"model": "a"}),
+                device("gpu-1", {"model": "a"}),
+                device("other-0", {"model": "b"}),
+                node_name="n2",
+            ),
+        ],
+        pods=[
+            wants_extended(pod("p1", cpu="1"), 1),
+            wants_extended(pod("p2", cpu="2"), 2),
+            wants_extended(pod("p3", cpu="1"), 3),
+            wants_extended(pod("p4", cpu="1"), 8),
+            pod("p5", cpu="1").res({"example.com/other": "1"}).res({"example.com/other": "1"}, limits=True),
+        ],
+        plugins=("NodeResourcesFit",),
+        plugin_config=[FIT_MOST_ALLOCATED_GPU, {"disabled": ["DynamicResources"]}],
+    )
+)
+
 # BalancedAllocation over cpu and the resource. Its class has no selectors: kube-scheduler 1.36.3's
 # BalancedAllocation has no CEL cache and panics (nil pointer) on a class with selectors.
 BARE_CLASS = {
@@ -315,6 +377,29 @@ add(
                 "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 1}]},
             }
         ],
+    )
+)
+
+BALANCED_GPU = {
+    "name": "NodeResourcesBalancedAllocation",
+    "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": EXTENDED, "weight": 1}]},
+}
+
+# The same without DynamicResources in the profile: nothing is allocated, BalancedAllocation still
+# counts the devices (kube's shared DRA manager), the CPU requests alone move the balance.
+add(
+    dra_scenario(
+        "dra-extended-resource-balanced-no-plugin",
+        "DynamicResources disabled: BalancedAllocation still counts the class's devices",
+        [node("n1", "8"), node("n2", "8")],
+        [BARE_CLASS, gpus("n1", 4), gpus("n2", 2)],
+        pods=[
+            wants_extended(pod("p1", cpu="2"), 1),
+            wants_extended(pod("p2", cpu="1"), 1),
+            wants_extended(pod("p3", cpu="3"), 2),
+        ],
+        plugins=("NodeResourcesBalancedAllocation",),
+        plugin_config=[BALANCED_GPU, {"disabled": ["DynamicResources"]}],
     )
 )
 

@@ -82,9 +82,11 @@ OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
     "ReplicationController": ("/api/v1/replicationcontrollers", None),
 }
 
-# DynamicResources: watched only when a profile enables the plugin (a cluster without resource.k8s.io/v1
-# then needs nothing). Claims go to the ClaimTracker (an assume cache), these kinds to the object store.
+# DynamicResources: watched when a profile enables the plugin, or else when the cluster serves
+# resource.k8s.io/v1 (NodeResourcesFit's DRA-backed extended resources; a cluster without that API then
+# needs nothing). Claims go to the ClaimTracker (an assume cache), these kinds to the object store.
 DRA_PLUGIN = "DynamicResources"
+DRA_API_PATH = "/apis/resource.k8s.io/v1"
 DRA_CLAIMS_PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 DRA_OBJECT_KINDS: dict[str, tuple[str, Resource | None]] = {
     "DeviceClass": ("/apis/resource.k8s.io/v1/deviceclasses", Resource.DEVICE_CLASS),
@@ -267,6 +269,20 @@ class App:
     def dra_enabled(self) -> bool:
         return any(DRA_PLUGIN in fwk.plugins for fwk in self.profiles.values())
 
+    def dra_watched(self) -> bool:
+        """Watch the resource.k8s.io kinds: a profile has DynamicResources, or none has but the cluster
+        serves resource.k8s.io/v1. kube-scheduler watches them whatever its profiles (its shared DRA
+        manager: NodeResourcesFit leaves an extended resource a DeviceClass backs to DRA and scores it by
+        the device counts); a cluster without that API needs nothing when the plugin is disabled."""
+        if self.dra_enabled:
+            return True
+        try:
+            self.api.request("GET", DRA_API_PATH)
+        except Exception:  # not served (404), or no such call: DeviceClasses then back nothing
+            log.info("resource.k8s.io/v1 not watched", reason="not served, DynamicResources not in a profile")
+            return False
+        return True
+
     # ---------------------------------------------------------------------------------- informers
     def start_informers(self, sync_timeout: float = 120.0) -> None:
         from pyscheduler.client.reflector import Reflector
@@ -293,7 +309,7 @@ class App:
         kinds = dict(OBJECT_KINDS)
         if self.pod_groups_enabled:
             kinds.update(POD_GROUP_KINDS)
-        if self.dra_enabled:
+        if self.dra_watched():
             kinds.update(DRA_OBJECT_KINDS)
             self.reflectors.append(
                 Reflector(
@@ -446,6 +462,8 @@ def build_frameworks(
     observer: PluginObserver | None = None,
     slow_plugin_threshold: float = DEFAULT_SLOW_PLUGIN_THRESHOLD,
 ) -> dict[str, Framework]:
+    from pyscheduler.plugins.dynamic_resources import offer_extended_scores
+
     frameworks: dict[str, Framework] = {}
     extender_ignored = tuple(
         r.name
@@ -457,6 +475,8 @@ def build_frameworks(
         names = list(profile.plugins.instantiated)
         ph = handle.for_profile(None)
         instances = {n: registry[n].new(_plugin_args(profile, n, extender_ignored), ph) for n in names}
+        # Fit/BalancedAllocation score DRA-backed extended resources with or without DynamicResources
+        offer_extended_scores(ph)
         pp = ProfilePlugins(
             points={k: tuple(v) for k, v in profile.plugins.as_dict().items() if v},
             weights={**profile.plugins.placement_score_weights, **profile.plugins.score_weights},

@@ -7,6 +7,11 @@ it has attached the device; here a thread does it for the devices a scenario nam
 (``DraScenario.device_conditions``: device name -> condition types to report True), as soon as a claim
 of the scenario's namespace is allocated one of them. A device not named is never reported: the pod
 stays in PreBind until the binding timeout.
+
+``DraScenario.device_failures`` (device name -> binding failure condition types) makes the driver fail
+the first attachment instead: the first time a claim is allocated such a device, those conditions are
+reported True (the scheduler's PreBind fails, a later PostFilter deallocates the claim, which clears
+``status.devices``); the next allocation of that device to the claim gets ``device_conditions``.
 """
 
 from __future__ import annotations
@@ -25,16 +30,24 @@ class DeviceStatusReporter:
     """Polls the namespace's claims every REPORT_POLL seconds and writes the conditions of newly allocated,
     named devices through the claims' status subresource (retrying on conflict at the next poll)."""
 
-    def __init__(self, api: Api, namespace: str, conditions: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self,
+        api: Api,
+        namespace: str,
+        conditions: Mapping[str, Sequence[str]],
+        failures: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self.api = api
         self.path = KINDS["ResourceClaim"][0].format(ns=namespace)
         self.conditions = {k: tuple(v) for k, v in conditions.items()}
+        self.failures = {k: tuple(v) for k, v in (failures or {}).items()}
+        self.failed: set[tuple[str, str]] = set()  # (claim uid, device) whose first attachment failed
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="device-status", daemon=True)
         self.reported: list[str] = []  # "claim device" for each report written
 
     def start(self) -> None:
-        if self.conditions:
+        if self.conditions or self.failures:
             self._thread.start()
 
     def stop(self) -> None:
@@ -56,11 +69,19 @@ class DeviceStatusReporter:
         results = ((st.get("allocation") or {}).get("devices") or {}).get("results") or ()
         have = {(d.get("driver"), d.get("pool"), d.get("device")) for d in st.get("devices") or ()}
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        uid = str((claim.get("metadata") or {}).get("uid", ""))
         new: list[JSON] = []
+        failing: list[tuple[str, str]] = []
         for r in results:
             key = (r.get("driver"), r.get("pool"), r.get("device"))
-            types = self.conditions.get(str(r.get("device")))
-            if types is None or key in have:
+            if key in have:
+                continue
+            device = str(r.get("device"))
+            types = self.conditions.get(device)
+            if device in self.failures and (uid, device) not in self.failed:
+                types = self.failures[device]
+                failing.append((uid, device))
+            if types is None:
                 continue
             new.append(
                 {
@@ -86,4 +107,5 @@ class DeviceStatusReporter:
         code, _ = self.api.cluster.request("PUT", f"{self.path}/{claim['metadata']['name']}/status", claim)
         if code == 200:
             self.reported.extend(f"{claim['metadata']['name']} {d['device']}" for d in new)
+            self.failed.update(failing)
         return code == 200

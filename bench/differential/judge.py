@@ -44,6 +44,16 @@ def judge(sc: Scenario, kube: Pass, py: Pass, evaluator: Evaluator) -> list[PodR
     return out
 
 
+def _message_verdict(k: Outcome, q: Outcome) -> bool | None:
+    """Both pending: the same message. Both bound with an event history recorded (a scenario's
+    ``history``): the same events on the way, failed attempts included. Else not judged."""
+    if not k.bound and not q.bound:
+        return k.message == q.message
+    if k.history or q.history:
+        return k.history == q.history
+    return None
+
+
 def judge_one(
     scenario: str,
     name: str,
@@ -88,9 +98,9 @@ def judge_one(
         note = (
             note + "; " if note else ""
         ) + f"pyscheduler's filters reject kube's node {k.node}: {ev.rejected.get(k.node, '?')}"
-    message: bool | None = None
-    if not k.bound and not q.bound:
-        message = k.message == q.message
+    message = _message_verdict(k, q)
+    if message is False and k.bound:
+        note = (note + "; " if note else "") + "the pod's events differ"
     # DRA: on the same node the allocator's choice is determined (pools, slices and devices are tried in
     # a fixed order), so the devices must be the same; on tied nodes they differ by construction.
     devices: bool | None = None

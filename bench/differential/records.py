@@ -22,6 +22,8 @@ class Outcome:
     # DRA: the pod's claim (its name in spec.resourceClaims, or "extended-resources") -> the devices its
     # allocation holds, "request driver/pool/device" each (sorted); recorded once the pod is bound
     devices: dict[str, list[str]] = field(default_factory=dict)
+    # a scenario with ``history``: the bound pod's events, "Reason: message" in order (Runner.pod_events)
+    history: list[str] = field(default_factory=list)
 
     @property
     def bound(self) -> bool:
@@ -60,7 +62,7 @@ class PodResult:
     evaluation: Evaluation | None
     feasibility: bool
     placement: bool
-    message: bool | None  # None when not both pending
+    message: bool | None  # None when not both pending (and no event history was recorded)
     note: str = ""
     kube_scores: dict[str, dict[str, int]] | None = None  # from kube-scheduler's log, when it scored
     devices: bool | None = None  # None unless both bound to the same node with DRA claims

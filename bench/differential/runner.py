@@ -274,6 +274,26 @@ class ScenarioRunner:
 
         return wait_for(latest, EVENT_WAIT, interval=0.1) or ""
 
+    def pod_events(self, ns: str, uid: str) -> list[str]:
+        """The pod's events, "Reason: message" in the order they first happened (repeats once), once the
+        Scheduled event is there (or after EVENT_WAIT): what a user reading `kubectl describe` sees."""
+        q = f"?fieldSelector=involvedObject.uid%3D{uid}"
+
+        def listed() -> list[JSON] | None:
+            items = self.api.items(f"/api/v1/namespaces/{ns}/events{q}")
+            return items if any(e.get("reason") == "Scheduled" for e in items) else None
+
+        items = wait_for(listed, EVENT_WAIT, interval=0.1) or self.api.items(
+            f"/api/v1/namespaces/{ns}/events{q}"
+        )
+        items.sort(key=lambda e: e.get("eventTime") or e.get("firstTimestamp") or "")
+        out: list[str] = []
+        for e in items:
+            line = f"{e.get('reason', '')}: {e.get('message') or e.get('note') or ''}"
+            if line not in out:
+                out.append(line)
+        return out
+
     def pod_claims(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """The pod's claims: its name for each in spec.resourceClaims (and "extended-resources" for the
         claim the scheduler made for extended resources backed by DRA) -> the ResourceClaim's name."""
@@ -349,7 +369,10 @@ class ScenarioRunner:
         result = Pass()
         self.setup()
         reporter = DeviceStatusReporter(
-            self.api, self.sc.namespace, getattr(self.sc, "device_conditions", {})
+            self.api,
+            self.sc.namespace,
+            getattr(self.sc, "device_conditions", {}),
+            getattr(self.sc, "device_failures", {}),
         )
         scheduler.start()
         try:
@@ -448,6 +471,8 @@ class ScenarioRunner:
         out = self.await_decision(ns, name, may_preempt, start=created_at)
         if out.bound:
             out.devices = self.claim_devices(ns, name)
+            if getattr(self.sc, "history", False):
+                out.history = self.pod_events(ns, admitted["metadata"]["uid"])
         else:
             self.delete_pod(f"{ns}/{name}")
         run.post = api.bound_pods()

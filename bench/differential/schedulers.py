@@ -29,10 +29,16 @@ from pyscheduler.testing.daemon import SchedulerProcess
 
 
 def configuration(kubeconfig: Path | None, plugin_config: Sequence[JSON] = ()) -> JSON:
-    """Both schedulers' configuration: the one profile, with a scenario's ``pluginConfig`` (plugin args)."""
+    """Both schedulers' configuration: the one profile, with a scenario's ``pluginConfig`` (plugin args).
+    An entry ``{"disabled": [names]}`` there is not plugin args: it disables those plugins in the profile
+    (``plugins.multiPoint.disabled``)."""
     profile = copy.deepcopy(PROFILE)
-    if plugin_config:
-        profile["pluginConfig"] = copy.deepcopy(list(plugin_config))
+    args = [e for e in plugin_config if "disabled" not in e]
+    disabled = [n for e in plugin_config for n in e.get("disabled") or ()]
+    if args:
+        profile["pluginConfig"] = copy.deepcopy(args)
+    if disabled:
+        profile["plugins"] = {"multiPoint": {"disabled": [{"name": n} for n in disabled]}}
     cfg: JSON = {
         "apiVersion": API_VERSION,
         "kind": "KubeSchedulerConfiguration",

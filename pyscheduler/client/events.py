@@ -16,7 +16,8 @@ cut and end with ``...``), ``reportingController``/``reportingInstance``, and th
 ``<pod name>.<hex of the event time in nanoseconds>`` in the pod's namespace.
 
 Series, as client-go's events library makes them: events with the same type, action, reason,
-reporting controller/instance and pod ("isomorphic", whatever their notes) are written once; the
+reporting controller/instance and pod, at the same resourceVersion ("isomorphic", whatever their notes:
+``regarding`` is client-go's object reference, which holds the version) are written once; the
 second becomes a ``series`` (count 2) PATCHed onto the first, later ones only count. A series is
 written again every 30 minutes while it lasts, and a last time once 6 minutes pass without another
 occurrence, when it is forgotten (as are single events after 6 minutes). So a pod failing every few
@@ -60,7 +61,9 @@ class EventSink(Protocol):
 
 
 def _series_key(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """client-go's isomorphic-event key: everything but the note and the time."""
+    """client-go's isomorphic-event key: everything but the note and the time. The pod reference holds its
+    resourceVersion (client-go's GetReference), so an event about a pod changed since (its PodScheduled
+    condition rewritten with another message, say) starts a new event rather than counting in a series."""
     reg = body["regarding"]
     return (
         body["type"],
@@ -71,6 +74,7 @@ def _series_key(body: Mapping[str, Any]) -> tuple[Any, ...]:
         reg["namespace"],
         reg["name"],
         reg["uid"],
+        reg.get("resourceVersion", ""),
     )
 
 
@@ -131,6 +135,7 @@ def event_body(
             "namespace": pod.namespace,
             "name": pod.name,
             "uid": pod.uid,
+            **({"resourceVersion": pod.resource_version} if pod.resource_version else {}),
         },
         "note": truncate_note(note),
         "type": type,

@@ -489,6 +489,7 @@ def test_events_are_posted_to_events_k8s_io(api: Api, ns: str) -> None:
         "name": "evented",
         "uid": pod.uid,
         "apiVersion": "v1",
+        "resourceVersion": pod.resource_version,  # client-go's object reference holds it too
     }
     assert e["reportingController"] == "py-scheduler" and e["reportingInstance"] == "py-scheduler-test"
     assert e["metadata"]["name"].startswith("evented.")

@@ -237,6 +237,79 @@ def test_a_cluster_without_resource_k8s_io_v1_is_refused_with_a_hint() -> None:
             r.stop(timeout=1.0)
 
 
+@pytest.mark.parametrize("served", [True, False], ids=["served", "not-served"])
+def test_without_dynamic_resources_the_dra_kinds_are_watched_where_served(served: bool) -> None:
+    """A profile disabling DynamicResources: kube-scheduler still watches the resource.k8s.io kinds (its
+    shared DRA manager, for NodeResourcesFit's DRA-backed extended resources), so pyscheduler does where
+    the cluster serves resource.k8s.io/v1; an older cluster still starts. Fit gets the device counts."""
+    import threading
+
+    from pyscheduler.client.api import ApiError
+    from pyscheduler.framework.dra import EXTENDED_SCORES_KEY
+
+    reg = full_registry()
+    cfg = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}],
+        },
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+    listed: list[str] = []
+
+    class Stream:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def __iter__(self) -> Any:
+            return self
+
+        def __next__(self) -> Any:
+            self.stopped.wait(0.05)
+            raise StopIteration
+
+        def stop(self) -> None:
+            self.stopped.set()
+
+    class Cluster:
+        def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
+
+        def request(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
+            if not served:
+                raise ApiError(404, "NotFound", "not found", method, path)
+            return 200, {"kind": "APIResourceList"}
+
+        def list(self, path: str, **kw: Any) -> tuple[list[Any], str]:
+            if path.startswith("/apis/resource.k8s.io/") and not served:
+                raise ApiError(404, "NotFound", "not found", "GET", path)
+            listed.append(path)
+            return [], "1"
+
+        def watch(self, path: str, rv: str, **kw: Any) -> Stream:
+            return Stream()
+
+    a = build_app(cfg, reg, Cluster(), recorder=Recorder(), writer=Writer())
+    try:
+        assert not a.dra_enabled
+        a.start_informers(sync_timeout=5.0)
+        dra = sorted(p for p in listed if p.startswith("/apis/resource.k8s.io/"))
+        assert dra == (
+            [
+                "/apis/resource.k8s.io/v1/deviceclasses",
+                "/apis/resource.k8s.io/v1/resourceclaims",
+                "/apis/resource.k8s.io/v1/resourceslices",
+            ]
+            if served
+            else []
+        )
+        assert EXTENDED_SCORES_KEY in next(iter(a.scheduler.profiles.values())).handle.extra
+    finally:
+        for r in a.reflectors:
+            r.stop(timeout=1.0)
+
+
 def _park(app: App, name: str, priority: int) -> None:
     """Queue a pending pod of ours and park it as NodeResourcesFit left it (Insufficient cpu)."""
     PodHandler(app).on_add(make_pod(name).scheduler("py-scheduler").priority(priority).req(cpu="2").obj())

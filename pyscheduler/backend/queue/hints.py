@@ -66,9 +66,9 @@ def gate_allows(events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent) 
     return any(event.matches(reg.event) for reg in regs)
 
 
-def interested_plugins(events_map: EventsMap, event: ClusterEvent) -> set[str]:
-    """The plugins with a registration this event matches (for a non-wildcard event)."""
-    return {p for p, regs in events_map.items() if any(event.matches(r.event) for r in regs)}
+def matching_registrations(events_map: EventsMap, event: ClusterEvent) -> EventsMap:
+    """Each plugin's registrations this (non-wildcard) event matches, in registration order."""
+    return {p: [r for r in regs if event.matches(r.event)] for p, regs in events_map.items()}
 
 
 HintObserver = Callable[[str, str, str, float], None]
@@ -82,8 +82,9 @@ def worth_requeuing(
     old: Any,
     new: Any,
     observe: HintObserver | None = None,
+    matching: EventsMap | None = None,
 ) -> Strategy:
-    """kube's isPodWorthRequeuing."""
+    """kube's isPodWorthRequeuing. ``matching``: ``matching_registrations`` of this event, if known."""
     rejectors = qpi.rejector_plugins()
     if not rejectors:
         return Strategy.AFTER_BACKOFF
@@ -93,8 +94,8 @@ def worth_requeuing(
         return Strategy.AFTER_BACKOFF
     strategy = Strategy.SKIP
     for plugin in sorted(rejectors):
-        for reg in events_map.get(plugin, ()):
-            if not event.matches(reg.event):
+        for reg in (matching if matching is not None else events_map).get(plugin, ()):
+            if matching is None and not event.matches(reg.event):
                 continue
             if reg.hint is not None:
                 began = time.perf_counter()

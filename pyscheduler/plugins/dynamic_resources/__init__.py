@@ -32,16 +32,21 @@ Extended resources backed by DRA (DRAExtendedResource): see ``extended``; the po
 allocated with its other claims, created in PreBind, deleted by Unreserve after a failed binding and by
 PostFilter when an earlier cycle left one ("deletion of ResourceClaim completed"). The factory also
 offers ``extended_scores.ExtendedScores`` in ``handle.extra`` (framework.dra.EXTENDED_SCORES_KEY): the
-device counts by which NodeResourcesFit and BalancedAllocation score such resources.
+device counts by which NodeResourcesFit and BalancedAllocation score such resources;
+``offer_extended_scores`` offers them when no profile has this plugin (``pyscheduler.app`` calls it
+after building the profiles, as kube's shared DRA manager exists whatever the profiles).
 
 Args (DynamicResourcesArgs): ``filterTimeout`` (default 10s, 0 = none), ``bindingTimeout`` (default 600s).
 
 Needs ``handle.extra["claims"]`` (the claim assume cache) and, to write, ``handle.extra["claim_writer"]``;
-``pyscheduler.app`` provides both and watches the resource.k8s.io kinds when a profile enables this plugin.
+``pyscheduler.app`` provides both and watches the resource.k8s.io kinds when a profile enables this plugin
+(or, without it, when the cluster serves resource.k8s.io/v1: NodeResourcesFit then leaves DRA-backed
+extended resources alone, as kube does, and scores them by the device counts).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyscheduler.framework.dra import EXTENDED_SCORES_KEY
@@ -49,12 +54,14 @@ from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from pyscheduler.plugins.dynamic_resources.binding import Binding
+from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
 from pyscheduler.plugins.dynamic_resources.common import (
     ERR_CANNOT_ALLOCATE,
     ERR_CLAIM_IN_USE,
     ERR_NOT_AVAILABLE,
     NAME,
     Deps,
+    Resources,
 )
 from pyscheduler.plugins.dynamic_resources.extended_scores import ExtendedScores
 from pyscheduler.plugins.dynamic_resources.filtering import Filtering
@@ -70,6 +77,7 @@ __all__ = [
     "DynamicResources",
     "DynamicResourcesArgs",
     "new",
+    "offer_extended_scores",
 ]
 
 
@@ -123,6 +131,24 @@ def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
             EXTENDED_SCORES_KEY, ExtendedScores(handle, deps.claims, plugin.resources, plugin.cel)
         )
     return plugin
+
+
+def offer_extended_scores(handle: Handle) -> None:
+    """Offer the device counts NodeResourcesFit and BalancedAllocation score DRA-backed extended resources
+    by (``handle.extra[EXTENDED_SCORES_KEY]``) also when no profile has DynamicResources: kube-scheduler's
+    framework hands those plugins its shared DRA manager whatever the profiles (pkg/scheduler/scheduler.go
+    makes it with the DynamicResourceAllocation gate, locked on). The service then has its own caches;
+    with DynamicResources in a profile its factory offered the plugin's first and this does nothing."""
+    extra = getattr(handle, "extra", None)
+    if not isinstance(extra, dict) or EXTENDED_SCORES_KEY in extra:
+        return
+    gates = extra.get("feature_gates")
+    if isinstance(gates, Mapping) and not gates.get("DRAExtendedResource", True):
+        return
+    claims = extra.get("claims")
+    extra[EXTENDED_SCORES_KEY] = ExtendedScores(
+        handle, claims if claims is not None else _MissingClaimCache(), Resources(), SelectorCache()
+    )
 
 
 PLUGIN = PluginSpec(

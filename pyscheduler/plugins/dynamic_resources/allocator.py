@@ -36,10 +36,10 @@ are per-claim problems and never crash the caller.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 from pyscheduler.framework.dra import (
     ALLOCATION_MODE_ALL,
@@ -271,6 +271,8 @@ class Allocator:
         self.allocated_capacity = allocated_capacity or {}
         self._classes = classes
         self._class_cache: dict[str, DeviceClass | None] = {}
+        # an ExactCount request's _Request does not depend on the node: made once per attempt
+        self._requests: dict[tuple[int, int, str], _Request] = {}
         self.slices = slices
         self._index = index
         self.allocated = allocated
@@ -319,7 +321,7 @@ class Allocator:
         labels: Mapping[str, str],
         claims: list[ResourceClaim],
         expired: Callable[[], bool] | None = None,
-    ) -> list[dict[str, Any]] | None:
+    ) -> Sequence[dict[str, Any]] | None:
         """One allocation (status.allocation JSON) per claim, or None when this node cannot have them.
         ``expired`` (the filter timeout) is asked every few search steps; True raises AllocationTimeout."""
         if self._index is None:
@@ -330,18 +332,19 @@ class Allocator:
             if any(pool.invalid for pool in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
-        return [self._allocation(search, ci, claim) for ci, claim in enumerate(claims)]
+        return Allocations(self, node_name, claims, search.results)
 
-    def _allocation(self, search: _Search, ci: int, claim: ResourceClaim) -> dict[str, Any]:
-        """status.allocation for claim ``ci`` of a successful search."""
-        chosen = search.results[ci]
-        devs = [search.result_entry(ci, k, t) for k, t in enumerate(chosen)]
+    def _allocation(
+        self, node_name: str, chosen: list[_Taken], ci: int, claim: ResourceClaim
+    ) -> dict[str, Any]:
+        """status.allocation for claim ``ci`` of a successful search (``chosen``: its devices)."""
+        devs = [_Search.result_entry(ci, k, t) for k, t in enumerate(chosen)]
         allocation: dict[str, Any] = {"devices": {"results": devs}}
         picked: list[_Chosen] = [(t.r, t.did, t.dev, t.sl) for t in chosen]
         config = self._config(claim, picked)
         if config:
             allocation["devices"]["config"] = config
-        selector = self._node_selector(search.node_name, picked)
+        selector = self._node_selector(node_name, picked)
         if selector is not None:
             allocation["nodeSelector"] = selector
         return allocation
@@ -357,6 +360,11 @@ class Allocator:
         node_name: str,
         labels: Mapping[str, str],
     ) -> _Request:
+        exact_count = exact.allocation_mode != ALLOCATION_MODE_ALL
+        if exact_count:
+            hit = self._requests.get((ci, id(exact), base))
+            if hit is not None and hit.exact is exact and hit.claim_key == claim.key:
+                return hit
         if not exact.device_class_name:
             raise AllocationError(
                 f"claim {claim.key}, request {exact.name}: missing device class name (unsupported request type?)"
@@ -389,6 +397,8 @@ class Allocator:
             r.num_devices = len(r.all_devices)
         else:
             r.num_devices = exact.count
+        if exact_count:
+            self._requests[(ci, id(exact), base)] = r
         return r
 
     def _selectable(
@@ -486,6 +496,46 @@ class Allocator:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+class Allocations(Sequence[dict[str, Any]]):
+    """One node's allocations (status.allocation JSON, one per claim), built when first read: Filter
+    finds them on every feasible node, but only the chosen node's are written (Reserve), and Score reads
+    only those of claims with firstAvailable requests."""
+
+    __slots__ = ("_alloc", "_built", "_claims", "_node", "_results")
+
+    def __init__(
+        self, alloc: Allocator, node_name: str, claims: list[ResourceClaim], results: list[list[_Taken]]
+    ) -> None:
+        self._alloc = alloc
+        self._node = node_name
+        self._claims = claims
+        self._results = results
+        self._built: list[dict[str, Any]] | None = None
+
+    def _build(self) -> list[dict[str, Any]]:
+        if self._built is None:
+            self._built = [
+                self._alloc._allocation(self._node, self._results[ci], ci, claim)
+                for ci, claim in enumerate(self._claims)
+            ]
+        return self._built
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._build()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._build())
 
 
 @dataclass(slots=True)
@@ -639,7 +689,44 @@ class _Search:
 
     # ------------------------------------------------------------------------------ the search
     def run(self) -> bool:
+        if all(len(alts) == 1 for reqs in self.requests for alts in reqs):  # no firstAvailable
+            taken: list[_Taken] = []
+            done = self._greedy(taken)
+            if done is not None:
+                return done
+            for t in reversed(taken):  # a dead end after a choice: the full search decides
+                self.untake(t)
         return self.step(0, 0, None, 0)
+
+    def _greedy(self, taken: list[_Taken]) -> bool | None:
+        """The depth-first search's first path, without backtracking: each slot takes the first device
+        ``take`` accepts. Reaching the end, that is the search's own answer (it only leaves the first
+        path after a dead end). A dead end with nothing taken is the search's answer too (False: it has
+        no choice to go back on); after a choice, None: the caller undoes ``taken`` and searches."""
+        self._tick()
+        for ci, reqs in enumerate(self.requests):
+            for alts in reqs:
+                r = alts[0]
+                is_all = r.exact.allocation_mode == ALLOCATION_MODE_ALL
+                if is_all and not r.all_devices:
+                    return None if taken else False
+                for di in range(r.num_devices):
+                    self._tick()
+                    if len(self.results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+                        return None if taken else False
+                    t: _Taken | None = None
+                    if is_all:
+                        did, dev, sl = r.all_devices[di]
+                        t = self.take(r, did, dev, sl, must=True)
+                    else:
+                        for did, dev, sl in self._candidates(r):
+                            t = self.take(r, did, dev, sl)
+                            if t is not None:
+                                break
+                    if t is None:
+                        return None if taken else False
+                    taken.append(t)
+        return True
 
     def _tick(self) -> None:
         """kube looks at its context before every search step; the clock is read at the first step (so a

@@ -5,7 +5,7 @@ ResourceSlices (parsed once per resourceVersion, not once per cycle)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +83,7 @@ class State:
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
     # node name -> one allocation per claim to allocate, in claim order (Filter's result, Reserve's input)
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    node_allocations: dict[str, Sequence[dict[str, Any]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     # extended resources backed by DRA: the pod's special claim, and per node its allocation (Filter)
@@ -104,7 +104,8 @@ class Resources:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._slices: dict[str, tuple[str, ResourceSlice | None]] = {}
+        # name -> (uid/resourceVersion, the parsed slice or None if malformed, the stored object)
+        self._slices: dict[str, tuple[str, ResourceSlice | None, Mapping[str, Any]]] = {}
         self._classes: dict[str, tuple[str, DeviceClass | None]] = {}
 
     @staticmethod
@@ -132,29 +133,32 @@ class Resources:
         return parsed
 
     def slices(self, objects: ClusterObjects) -> list[ResourceSlice]:
+        """Every slice, parsed; once per cycle. A stored object that is the very one parsed last time
+        (the store replaces an object on every change) is not looked at again."""
         out: list[ResourceSlice] = []
         seen: set[str] = set()
-        for obj in objects.list(RESOURCE_SLICE):
-            name = str((obj.get("metadata") or {}).get("name", ""))
-            seen.add(name)
-            version = self._version(obj)
-            with self._lock:
-                hit = self._slices.get(name)
-            if hit is None or hit[0] != version:
-                parsed: ResourceSlice | None
-                try:
-                    parsed = ResourceSlice.from_dict(dict(obj))
-                except MalformedObject as e:
-                    log.warning("malformed ResourceSlice left out", resource_slice=name, error=str(e))
-                    parsed = None
-                hit = (version, parsed)
-                with self._lock:
-                    self._slices[name] = hit
-            if hit[1] is not None:
-                out.append(hit[1])
         with self._lock:
-            for gone in set(self._slices) - seen:
-                del self._slices[gone]
+            cache = self._slices
+            for obj in objects.list(RESOURCE_SLICE):
+                name = str((obj.get("metadata") or {}).get("name", ""))
+                seen.add(name)
+                hit = cache.get(name)
+                if hit is None or (hit[2] is not obj and hit[0] != self._version(obj)):
+                    parsed: ResourceSlice | None
+                    try:
+                        parsed = ResourceSlice.from_dict(dict(obj))
+                    except MalformedObject as e:
+                        log.warning("malformed ResourceSlice left out", resource_slice=name, error=str(e))
+                        parsed = None
+                    hit = (self._version(obj), parsed, obj)
+                    cache[name] = hit
+                elif hit[2] is not obj:
+                    hit = cache[name] = (hit[0], hit[1], obj)  # the same version stored anew
+                if hit[1] is not None:
+                    out.append(hit[1])
+            if len(cache) > len(seen):
+                for gone in set(cache) - seen:
+                    del cache[gone]
         return out
 
 

@@ -44,11 +44,17 @@ class Hints(PluginBase):
     def is_schedulable_after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
             return QueueingHint.QUEUE  # not a claim: be safe, as kube is on a conversion error
+        deallocated = old is not None and old.allocated and not new.allocated
+        if not deallocated and not _may_name(pod, new):
+            # kube's answer without looking the pod's claims up: a claim the pod cannot be using is
+            # skipped whether those lookups succeed (not used) or fail (not schedulable yet). Every claim
+            # event asks every pod waiting for its own claim: this keeps that loop cheap.
+            return QueueingHint.SKIP
         try:
             uses = any(c.meta.uid == new.meta.uid for c in pod_claims(pod, self.deps.claims.get))
         except ClaimLookupError:
             return QueueingHint.SKIP
-        if old is not None and old.allocated and not new.allocated:
+        if deallocated:
             log.debug("claim deallocated, queueing", pod=pod.key, claim=new.key)
             return QueueingHint.QUEUE
         if not uses:
@@ -58,3 +64,25 @@ class Hints(PluginBase):
         if (old.raw.get("status") or {}) == (new.raw.get("status") or {}):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+
+def _may_name(pod: Pod, claim: ResourceClaim) -> bool:
+    """Whether ``claim`` may be one of the pod's claims: same namespace and one of the names the pod's
+    claims have. False also when a template's claim is not named in the pod's status yet (the lookup
+    fails then, so kube skips)."""
+    if claim.meta.namespace != pod.namespace:
+        return False
+    name = claim.meta.name
+    for pc in pod.resource_claims:
+        if pc.get("resourceClaimName"):
+            if pc["resourceClaimName"] == name:
+                return True
+            continue
+        for st in pod.resource_claim_statuses:
+            if st.get("name") == pc.get("name"):
+                if st.get("resourceClaimName") == name:
+                    return True
+                break
+        else:
+            return False  # not created yet: pod_claims would fail, the hint skips
+    return False

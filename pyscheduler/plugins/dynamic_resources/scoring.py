@@ -40,8 +40,10 @@ def compute_score(claims: Sequence[ResourceClaim], allocations: Sequence[dict[st
                 raise ScoreError(
                     f"number of allocations {len(allocations)} is smaller than number of claims needing allocation"
                 )
-            allocation = allocations[k]
             k += 1
+            if not any(req.first_available for req in claim.requests):
+                continue  # scores nothing (and its allocation need not be built: see Allocations)
+            allocation = allocations[k - 1]
         subs = {
             str(r.get("request", ""))
             for r in (allocation.get("devices") or {}).get("results") or ()

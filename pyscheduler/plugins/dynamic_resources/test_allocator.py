@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -117,10 +118,11 @@ def allocate(
     classes: dict[str, DeviceClass] | None = None,
 ) -> list[dict[str, Any]] | None:
     a = Allocator((classes or CLASSES).get, slices, allocated or set(), SelectorCache())
-    return a.allocate(NODE1, {"region": "r1"}, claims)
+    out = a.allocate(NODE1, {"region": "r1"}, claims)
+    return None if out is None else list(out)  # the JSON, built (allocate builds it when first read)
 
 
-def results(allocs: list[dict[str, Any]] | None) -> list[list[tuple[str, str, str, str]]]:
+def results(allocs: Sequence[dict[str, Any]] | None) -> list[list[tuple[str, str, str, str]]]:
     assert allocs is not None
     return [
         [(r["request"], r["driver"], r["pool"], r["device"]) for r in a["devices"]["results"]] for a in allocs
@@ -632,7 +634,7 @@ def cap_req(name: str, memory: str | None, count: int = 1) -> dict[str, Any]:
     return r
 
 
-def shares(out: list[dict[str, Any]] | None) -> list[list[tuple[str, str | None]]]:
+def shares(out: Sequence[dict[str, Any]] | None) -> list[list[tuple[str, str | None]]]:
     assert out is not None
     return [
         [(r["device"], (r.get("consumedCapacity") or {}).get("memory")) for r in a["devices"]["results"]]
@@ -754,3 +756,49 @@ def test_admin_access_takes_an_allocated_device() -> None:
     assert results(out) == [[("r0", DRIVER_A, "p1", "d1")]]
     assert out is not None and out[0]["devices"]["results"][0]["adminAccess"] is True
     assert allocate([claim("c0", req("r0", admin=True)), claim("c1", req("r0"))], s) is None
+
+
+def test_the_first_path_shortcut_answers_as_the_full_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_Search.run takes the search's first path without backtracking and only searches after a dead end
+    that followed a choice. On random nodes (memory sizes, NUMA attributes, devices in use) and claims
+    (counts, All, memory selectors, matchAttribute / distinctAttribute, admin access, several claims)
+    the allocations, None, and errors are those of the full search."""
+    import random
+
+    from pyscheduler.plugins.dynamic_resources import allocator as alloc_mod
+
+    rng = random.Random(1436)
+    mem = f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("2Gi")) >= 0'
+
+    def outcome(claims: list[ResourceClaim], slices: list[ResourceSlice], used: set[Any]) -> Any:
+        try:
+            return allocate(claims, slices, used)
+        except (AllocationError, NodeAllocationError) as e:
+            return ("error", str(e))
+
+    for _ in range(300):
+        devices = [
+            dev(f"d{i}", rng.choice(["1Gi", "2Gi", "4Gi"]), numa={"int": rng.randint(0, 1)})
+            for i in range(rng.randint(0, 6))
+        ]
+        slices = [slice_("s1", "p1", DRIVER_A, *devices)]
+        used = {(DRIVER_A, "p1", d["name"]) for d in devices if rng.random() < 0.25}
+        claims = []
+        for ci in range(rng.randint(1, 2)):
+            reqs = []
+            for ri in range(rng.randint(1, 2)):
+                mode = "All" if rng.random() < 0.1 else "ExactCount"
+                sels = (mem,) if rng.random() < 0.4 else ()
+                reqs.append(
+                    req(f"r{ri}", "class-a", rng.randint(1, 3), *sels, mode=mode, admin=rng.random() < 0.1)
+                )
+            constraints = []
+            if len(reqs) > 1 and rng.random() < 0.6:
+                key = "matchAttribute" if rng.random() < 0.5 else "distinctAttribute"
+                constraints.append({"requests": [], key: f"{DRIVER_A}/numa"})
+            claims.append(claim(f"c{ci}", *reqs, constraints=constraints))
+        got = outcome(claims, slices, used)
+        with monkeypatch.context() as m:
+            m.setattr(alloc_mod._Search, "run", lambda self: self.step(0, 0, None, 0))
+            want = outcome(claims, slices, used)
+        assert got == want

@@ -7,6 +7,7 @@ from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.plugin_args import ResourceSpec
+from pyscheduler.plugins.dynamic_resources import offer_extended_scores
 from pyscheduler.plugins.dynamic_resources.test_dynamic_resources import DRIVER, JSON, World
 from pyscheduler.plugins.node_resources_balanced_allocation import (
     BalancedAllocation,
@@ -82,15 +83,27 @@ def test_fit_prefers_the_node_allocatable() -> None:
     assert fit_scores(most_allocated_fit(w), gpu_pod(), [listed]) == [1 * 100 // 10]
 
 
-def test_not_counted_without_the_gate_or_without_dynamic_resources() -> None:
+def test_not_counted_without_the_gate() -> None:
     w = world()
     w.handle.extra["feature_gates"] = {"DRAExtendedResource": False}
     nodes = [w.node_info("node-1"), w.node_info("node-2")]
     # the only configured resource is left out on both nodes: MostAllocated of nothing is 0
     assert fit_scores(most_allocated_fit(w), gpu_pod(), nodes) == [0, 0]
-    w = world()
     del w.handle.extra["dra_extended_scores"]
-    assert fit_scores(most_allocated_fit(w), gpu_pod(), nodes) == [0, 0]
+    offer_extended_scores(w.handle)  # the gate off: nothing offered
+    assert "dra_extended_scores" not in w.handle.extra
+
+
+def test_counted_the_same_without_dynamic_resources_in_the_profile() -> None:
+    """kube-scheduler's shared DRA manager exists whatever the profile: Fit counts the devices all the
+    same when the profile disables DynamicResources (pyscheduler.app offers the counts per profile)."""
+    w = world()
+    nodes = [w.node_info("node-1"), w.node_info("node-2")]
+    with_plugin = fit_scores(most_allocated_fit(w), gpu_pod(), nodes)
+    del w.handle.extra["dra_extended_scores"]
+    assert fit_scores(most_allocated_fit(w), gpu_pod(), nodes) == [0, 0]  # nobody offers the counts
+    offer_extended_scores(w.handle)
+    assert fit_scores(most_allocated_fit(w), gpu_pod(), nodes) == with_plugin == [50, 33]
 
 
 def test_a_class_selector_error_leaves_the_resource_out() -> None:

@@ -145,3 +145,64 @@ def test_request_builders_follow_the_v1_api_shape() -> None:
         "allocationMode": "ExactCount",
         "count": 2,
     }
+
+
+class _ClaimApi:
+    """What DeviceStatusReporter needs of Api: the status PUTs it makes."""
+
+    def __init__(self) -> None:
+        self.puts: list[JSON] = []
+        self.cluster = self
+
+    def request(self, method: str, path: str, body: JSON) -> tuple[int, JSON]:
+        self.puts.append(body)
+        return 200, body
+
+
+def _allocated(uid: str = "u1", devices: list[JSON] | None = None) -> JSON:
+    result = {"request": "gpu", "driver": "d", "pool": "n1", "device": "attach-0"}
+    status: JSON = {"allocation": {"devices": {"results": [result]}}}
+    if devices is not None:
+        status["devices"] = devices
+    return {"metadata": {"name": "c1", "uid": uid}, "status": status}
+
+
+def test_the_stand_in_driver_fails_a_device_s_first_attachment_then_reports_it_attached() -> None:
+    from bench.differential.devicestatus import DeviceStatusReporter
+
+    api = _ClaimApi()
+    r = DeviceStatusReporter(api, "ns", {"attach-0": ["attached"]}, {"attach-0": ["attach-failed"]})  # type: ignore[arg-type]
+    assert r.report(_allocated())
+    first = api.puts[-1]["status"]["devices"][0]["conditions"]
+    assert [c["type"] for c in first] == ["attach-failed"]
+    assert not r.report(_allocated(devices=api.puts[-1]["status"]["devices"]))  # reported: nothing new
+    assert r.report(_allocated())  # deallocated (devices cleared), allocated again: now it attaches
+    assert [c["type"] for c in api.puts[-1]["status"]["devices"][0]["conditions"]] == ["attached"]
+    assert r.report(_allocated(uid="u2"))  # another claim's first attachment fails again
+    assert [c["type"] for c in api.puts[-1]["status"]["devices"][0]["conditions"]] == ["attach-failed"]
+
+
+@pytest.mark.parametrize(
+    ("kube", "py", "want"),
+    [
+        pytest.param(["A: x", "Scheduled: s"], ["A: x", "Scheduled: s"], True, id="same-events"),
+        pytest.param(["A: x", "B: y", "Scheduled: s"], ["A: x", "Scheduled: s"], False, id="one-missing"),
+        pytest.param([], [], None, id="not-recorded"),
+    ],
+)
+def test_a_bound_pod_s_events_are_judged_when_recorded(
+    kube: list[str], py: list[str], want: bool | None
+) -> None:
+    r = judge_one("s", "p", Outcome(node="n1", history=kube), Outcome(node="n1", history=py), None)
+    assert r.message is want
+    assert r.disagrees() is (want is False)
+
+
+def test_a_disabled_entry_in_plugin_config_disables_the_plugin_in_both_profiles() -> None:
+    from bench.differential.schedulers import configuration
+
+    args = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+    profile = configuration(None, [args, {"disabled": ["DynamicResources"]}])["profiles"][0]
+    assert profile["pluginConfig"] == [args]
+    assert profile["plugins"] == {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}
+    assert "plugins" not in configuration(None, [args])["profiles"][0]

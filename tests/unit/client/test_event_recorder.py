@@ -221,6 +221,26 @@ def test_a_pod_failing_again_and_again_costs_two_writes_then_a_last_count() -> N
         rec.stop()
 
 
+def test_an_event_about_a_changed_pod_is_a_new_event_not_a_count() -> None:
+    """client-go keys a series by the pod reference, resourceVersion included: once the pod changed (its
+    PodScheduled condition rewritten with another message), the next failure is an event of its own, as
+    `kubectl describe` shows kube-scheduler's."""
+    sink, clock = SeriesSink(), Clock()
+    rec = EventRecorder(sink, workers=1, clock=clock)
+    try:
+        v1 = Pod(uid="0b1c", namespace="team-a", name="web-1", resource_version="10")
+        v2 = Pod(uid="0b1c", namespace="team-a", name="web-1", resource_version="11")
+        rec.event(v1, "Warning", "FailedScheduling", "Scheduling", "binding failed")
+        rec.event(v1, "Warning", "FailedScheduling", "Scheduling", "binding failed")
+        rec.event(v2, "Warning", "FailedScheduling", "Scheduling", "deallocation completed")
+        assert rec.flush(5)
+        assert [c[0] for c in sink.calls] == ["create", "patch", "create"]
+        assert sink.calls[0][2]["regarding"]["resourceVersion"] == "10"
+        assert sink.calls[2][2]["note"] == "deallocation completed"
+    finally:
+        rec.stop()
+
+
 def test_a_long_series_is_written_every_30_minutes_and_recreated_if_gone() -> None:
     sink, clock = SeriesSink(), Clock()
     rec = EventRecorder(sink, workers=1, clock=clock)
