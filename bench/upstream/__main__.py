@@ -143,6 +143,9 @@ def entry_of(tc: course.TestCase, wl: course.Workload, reasons: list[str]) -> di
         "feature_gates": tc.gate_flag(wl),
         "gates_not_acted_on": tc.gates_not_acted_on(wl),
     }
+    if wl.overridden:  # scaled with --param: not upstream's size, said wherever the figures go
+        entry["params_overridden"] = dict(wl.overridden)
+        entry["params"] = dict(wl.params)
     if reasons:
         entry["skipped"] = reasons
     return entry
@@ -194,6 +197,23 @@ def list_plan(
     return 0
 
 
+def plan_of(
+    a: argparse.Namespace,
+) -> list[tuple[course.TestCase, course.Workload, list[dict[str, Any]], list[str]]]:
+    """The selected workloads (``--param`` applied) with their operations and any reasons to skip them."""
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+    chosen = course.select(course.load(), split(a.test_case), split(a.workload), split(a.label))
+    chosen = course.override(chosen, course.parse_params(a.param))
+    plan = []
+    for tc, wl in chosen:
+        if wl.overridden:
+            say(f"{tc.name}/{wl.name}: scaled with --param: {report.scaled(wl.overridden)}")
+        ops = course.operations(tc, wl)
+        reasons = [r for r in [tc.skip_reason(wl), *unsupported(ops)] if r]
+        plan.append((tc, wl, ops, reasons))
+    return plan
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__.split("\n\n")[0])
     p.add_argument("--test-case", default="", help="comma-separated test case names (default: all)")
@@ -206,6 +226,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--list", action="store_true", help="list the selected workloads and why any would be skipped"
     )
     p.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="set a workload parameter in place of upstream's (e.g. --param initNodes=1500 --param "
+        "measurePods=3000): the same operations at a size this machine can run; the results and the "
+        "table say which parameters were changed",
+    )
     p.add_argument("--py-log-level", default="info")
     p.add_argument(
         "--profile",
@@ -233,22 +262,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.profile and not a.profile_with:
         say("--profile: py-spy not found (pip install py-spy, or --py-spy PATH)")
         return 2
-    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
     try:
-        cases = course.load()
+        plan = plan_of(a)
     except course.CourseError as err:
         say(f"upstream course: {err}")
         return 2
-    chosen = course.select(cases, split(a.test_case), split(a.workload), split(a.label))
-    schedulers = split(a.schedulers)
-    if not chosen:
+    if not plan:
         say("no workload matches the selection")
         return 2
-    plan = []
-    for tc, wl in chosen:
-        ops = course.operations(tc, wl)
-        reasons = [r for r in [tc.skip_reason(wl), *unsupported(ops)] if r]
-        plan.append((tc, wl, ops, reasons))
+    schedulers = [x for x in a.schedulers.split(",") if x]
     if a.list:
         return list_plan(plan, a)
 

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,8 @@ class Workload:
     labels: frozenset[str] = frozenset()
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     threshold: float | Mapping[str, float] | None = None
+    # parameters set by ``--param`` in place of upstream's (a scaled-down run, reported as such)
+    overridden: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,41 @@ def load(root: Path | None = None) -> list[TestCase]:
                 )
             )
     return cases
+
+
+def parse_params(specs: Sequence[str]) -> dict[str, int]:
+    """``["nodes=500", "measurePods=1000"]`` (``--param``) as {name: int}; upstream's counts are integers."""
+    out: dict[str, int] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise CourseError(f"--param {spec!r}: want NAME=INTEGER")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise CourseError(f"--param {spec!r}: {value!r} is not an integer") from None
+    return out
+
+
+def override(
+    chosen: Sequence[tuple[TestCase, Workload]], params: Mapping[str, int]
+) -> list[tuple[TestCase, Workload]]:
+    """The chosen workloads with ``params`` in place of upstream's values (``--param``: a workload that
+    only exists at a size this machine cannot run, run smaller with the same operations and templates).
+    Each workload keeps its name and records what was changed (``overridden``), so a report can say the
+    run was scaled; a name no chosen workload has is an error, not silently ignored."""
+    if not params:
+        return list(chosen)
+    unknown = [n for n in params if not any(n in wl.params for _, wl in chosen)]
+    if unknown:
+        raise CourseError(f"--param {', '.join(unknown)}: not a parameter of the selected workloads")
+    out = []
+    for tc, wl in chosen:
+        mine = {n: v for n, v in params.items() if n in wl.params and wl.params[n] != v}
+        if mine:
+            wl = replace(wl, params={**wl.params, **mine}, overridden=mine)
+        out.append((tc, wl))
+    return out
 
 
 def _fill(value: Any, params: Mapping[str, Any], where: str) -> Any:

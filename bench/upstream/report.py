@@ -78,6 +78,11 @@ def summary_line(results: Sequence[Mapping[str, Any]]) -> str:
     return f"upstream scheduler_perf: {w} workloads, throughput py>=kube in {t}/{w}, p99 py<=kube in {lat}/{w}{note}"
 
 
+def scaled(overridden: Mapping[str, Any]) -> str:
+    """``--param``'s changes as said in the table: ``nodes=500, measurePods=500``."""
+    return ", ".join(f"{k}={v}" for k, v in overridden.items())
+
+
 def status(e: Mapping[str, Any]) -> str:
     if e.get("skipped"):
         return "skip: " + _cell("; ".join(e["skipped"]))
@@ -86,6 +91,8 @@ def status(e: Mapping[str, Any]) -> str:
     text = "ran" if ran else "runnable"
     if e.get("measured"):
         text += f" ({e['measured']})"
+    if e.get("params_overridden"):
+        text += f" (scaled down, not upstream's size: {scaled(e['params_overridden'])})"
     if notes:
         text += f" (gates pyscheduler accepts but does not act on: {', '.join(notes)})"
     return text
@@ -105,7 +112,7 @@ def merge(entries: Sequence[Mapping[str, Any]], saved: Sequence[Mapping[str, Any
         row = dict(e)
         got = ran.get((e["test_case"], e["workload"]))
         if got is not None and not e.get("skipped"):
-            row.update({k: got[0][k] for k in (KUBE, PY) if k in got[0]})
+            row.update({k: got[0][k] for k in (KUBE, PY, "params_overridden") if k in got[0]})
             row["measured"] = got[1]
         out.append(row)
     return out

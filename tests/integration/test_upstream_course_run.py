@@ -64,6 +64,42 @@ def test_an_upstream_workload_runs_and_reports_its_throughput(tmp_path: Path, te
 
 
 @pytest.mark.cluster
+def test_a_workload_scaled_with_param_runs_at_that_size_and_says_so(tmp_path: Path) -> None:
+    try:
+        course.course_dir()
+    except course.CourseError as e:
+        pytest.skip(str(e))
+    # SchedulingDaemonset exists at 5 and 15,000 nodes; --param runs its operations with other counts
+    rc = upstream.main(
+        [
+            "--test-case",
+            "SchedulingDaemonset",
+            "--workload",
+            "5Nodes_QueueingHintsEnabled",
+            "--param",
+            "initNodes=2",
+            "--param",
+            "measurePods=4",
+            "--schedulers",
+            "pyscheduler",
+            "--out",
+            str(tmp_path),
+            "--timeout",
+            "120",
+        ]
+    )
+    assert rc == 0
+    (out,) = tmp_path.glob("upstream-*.json")
+    (entry,) = json.loads(out.read_text())["results"]
+    assert entry["workload"] == "5Nodes_QueueingHintsEnabled"
+    assert entry["params_overridden"] == {"initNodes": 2, "measurePods": 4}
+    run = entry["pyscheduler"]
+    assert "error" not in run, run
+    assert run["pods"] == 4  # upstream's workload makes 10
+    assert sum(w["scheduled"] for w in run["windows"]) == 4
+
+
+@pytest.mark.cluster
 def test_churn_recreates_objects_in_the_background_until_the_workload_ends(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:

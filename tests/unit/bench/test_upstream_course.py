@@ -199,3 +199,23 @@ def test_objects_of_an_older_version_of_a_served_group_are_posted_as_the_served_
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"}
     _served_version(pod)
     assert pod["apiVersion"] == "v1"
+
+
+def test_param_overrides_scale_a_workload_and_record_what_changed(tmp_path: Path) -> None:
+    tc = _case(tmp_path)
+    chosen = course.select([tc], workloads=["5000Nodes"])
+    ((_, wl),) = course.override(chosen, course.parse_params(["initNodes=500", "measurePods=1000"]))
+    assert wl.name == "5000Nodes" and wl.threshold == 270
+    assert wl.overridden == {"initNodes": 500, "measurePods": 1000}
+    assert course.operations(tc, wl) == [
+        {"opcode": "createNodes", "count": 500},
+        {"opcode": "createPods", "count": 1000, "collectMetrics": True},
+    ]
+    # a value equal to upstream's changes nothing and is not reported as a change
+    ((_, same),) = course.override(chosen, {"initNodes": 5000})
+    assert same.overridden == {}
+    with pytest.raises(course.CourseError, match="nodes: not a parameter"):
+        course.override(chosen, {"nodes": 5})
+    for bad in (["initNodes"], ["initNodes=many"], ["=5"]):
+        with pytest.raises(course.CourseError):
+            course.parse_params(bad)

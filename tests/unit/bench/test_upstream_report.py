@@ -131,3 +131,31 @@ def test_the_whole_course_table_takes_its_figures_from_the_runs_given() -> None:
     assert "pyscheduler" not in rows[2]  # skipped now: an old figure is not shown
     meta = report.runs_meta([old, new])
     assert meta["git"]["commit"] == "aaa, bbb" and meta["version"] == "v1.36.3"
+
+
+def test_a_scaled_down_run_says_so_in_its_row() -> None:
+    listed: list[dict[str, Any]] = [
+        {"test_case": "D", "workload": "15000Nodes", "threshold": 390, "labels": ["performance"]},
+    ]
+    run: dict[str, Any] = {
+        "date": "2026-11-27T02:00",
+        "git": {"commit": "ccc"},
+        "results": [
+            {
+                "test_case": "D",
+                "workload": "15000Nodes",
+                "params_overridden": {"initNodes": 1500, "measurePods": 3000},
+                "kube-scheduler": {"throughput_average": 100.0},
+                "pyscheduler": {"throughput_average": 120.0},
+            }
+        ],
+    }
+    (row,) = report.merge(listed, [run])
+    cells = _rows(report.markdown([row]))["15000Nodes"]
+    assert "scaled down, not upstream's size: initNodes=1500, measurePods=3000" in cells[3]
+    assert cells[5:8] == ["100.0", "120.0", "1.20"]
+    # a later run at upstream's size replaces the figures and the note with them
+    full_size = {k: v for k, v in run["results"][0].items() if k != "params_overridden"}
+    full = {**run, "results": [full_size]}
+    (row,) = report.merge(listed, [run, full])
+    assert "scaled" not in report.status(row)
