@@ -27,10 +27,18 @@ class AffinityTerm:
     topology_key: str
     _match: LabelMatcher = field(init=False, compare=False, repr=False)
     _ns_match: LabelMatcher = field(init=False, compare=False, repr=False)
+    # terms are dict keys of the existing-terms index: hashed once, not field by field per lookup
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_match", compile_selector(self.selector))
         object.__setattr__(self, "_ns_match", compile_selector(self.namespace_selector))
+        object.__setattr__(
+            self, "_hash", hash((self.namespaces, self.namespace_selector, self.selector, self.topology_key))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(self, pod: Pod, ns_labels: Mapping[str, str] | None) -> bool:
         """Whether ``pod`` (whose namespace has labels ``ns_labels``) is selected by this term."""
