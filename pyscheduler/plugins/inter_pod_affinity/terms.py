@@ -146,6 +146,30 @@ def terms_of(pi: PodInfo) -> ParsedAffinity:
     return parsed
 
 
+_PARSED_LIMIT = 8192  # waiting pods whose parsed terms the hints keep
+
+
+class ParsedCache:
+    """The parsed terms of the waiting pods the hints are asked about, by pod object (a new version of a
+    pod is a new object). The queue calls the hints once per waiting pod per cluster event; parsing the
+    pod's affinity each time was most of EventHandlingPodAdd's reflector thread."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Pod, ParsedAffinity]] = {}
+
+    def get(self, pod: Pod) -> ParsedAffinity:
+        hit = self._by_id.get(id(pod))
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        parsed = parse_affinity(pod)
+        if len(self._by_id) >= _PARSED_LIMIT:
+            self._by_id.clear()
+        self._by_id[id(pod)] = (pod, parsed)
+        return parsed
+
+
 def pod_matches_all_terms(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
     """True iff there are terms and ``pod`` matches every one (incoming pod's terms: namespace
     selectors already merged, so no namespace labels are needed)."""
