@@ -150,23 +150,28 @@ _PARSED_LIMIT = 8192  # waiting pods whose parsed terms the hints keep
 
 
 class ParsedCache:
-    """The parsed terms of the waiting pods the hints are asked about, by pod object (a new version of a
-    pod is a new object). The queue calls the hints once per waiting pod per cluster event; parsing the
-    pod's affinity each time was most of EventHandlingPodAdd's reflector thread."""
+    """The parsed terms of the waiting pods the hints are asked about. The queue calls the hints once per
+    waiting pod per cluster event; parsing the pod's affinity each time was most of EventHandlingPodAdd's
+    reflector thread. The terms depend only on the pod's affinity and namespace, so they are kept by the
+    affinity object (held, so its id is not reused while kept), not by pod: the cache keeps no pod alive,
+    and pods gone from the queue leave only their affinity behind until the bound clears it."""
 
     __slots__ = ("_by_id",)
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[Pod, ParsedAffinity]] = {}
+        self._by_id: dict[int, tuple[Any, str, ParsedAffinity]] = {}
 
     def get(self, pod: Pod) -> ParsedAffinity:
-        hit = self._by_id.get(id(pod))
-        if hit is not None and hit[0] is pod:
-            return hit[1]
+        aff = pod.affinity
+        if not aff:
+            return EMPTY
+        hit = self._by_id.get(id(aff))
+        if hit is not None and hit[0] is aff and hit[1] == pod.namespace:
+            return hit[2]
         parsed = parse_affinity(pod)
         if len(self._by_id) >= _PARSED_LIMIT:
             self._by_id.clear()
-        self._by_id[id(pod)] = (pod, parsed)
+        self._by_id[id(aff)] = (aff, pod.namespace, parsed)
         return parsed
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pyscheduler.framework.events import QueueingHint
@@ -83,6 +85,11 @@ def test_hints_follow_a_new_version_of_the_waiting_pod() -> None:
     retargeted = pod(TARGET.name, labels=S2, affinity=required(term("region", sel_in("security", "S3"))))
     assert plugin.is_schedulable_after_pod_change(retargeted, None, added) == SKIP
     assert plugin.is_schedulable_after_node_change(retargeted, None, mk_node("n", zone="z")) == SKIP
+    assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q
+    # the same affinity object in another namespace: its terms select pods of that namespace only
+    elsewhere = dataclasses.replace(TARGET, namespace="other")
+    assert elsewhere.affinity is TARGET.affinity
+    assert plugin.is_schedulable_after_pod_change(elsewhere, None, added) == SKIP
     assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q
     # many waiting pods: the kept terms are bounded, answers stay right past the bound
     waiting = [
