@@ -75,6 +75,14 @@ HintObserver = Callable[[str, str, str, float], None]
 """(plugin, event label, hint "Queue"/"QueueSkip"/"Error", seconds): scheduler_queueing_hint_execution_duration_seconds."""
 
 
+def matching_registrations(
+    events_map: EventsMap, event: ClusterEvent
+) -> dict[str, list[ClusterEventWithHint]]:
+    """Per plugin, its registrations that ``event`` matches (for ``worth_requeuing``'s ``matching``: one
+    event is checked against the registrations once, not once per waiting pod)."""
+    return {p: [r for r in regs if event.matches(r.event)] for p, regs in events_map.items()}
+
+
 def worth_requeuing(
     events_map: EventsMap,
     qpi: QueuedPodInfo,
@@ -82,8 +90,10 @@ def worth_requeuing(
     old: Any,
     new: Any,
     observe: HintObserver | None = None,
+    matching: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
 ) -> Strategy:
-    """kube's isPodWorthRequeuing."""
+    """kube's isPodWorthRequeuing. ``matching``: ``matching_registrations(events_map, event)``, when the
+    caller asks about many pods for one event."""
     rejectors = qpi.rejector_plugins()
     if not rejectors:
         return Strategy.AFTER_BACKOFF
@@ -93,8 +103,8 @@ def worth_requeuing(
         return Strategy.AFTER_BACKOFF
     strategy = Strategy.SKIP
     for plugin in sorted(rejectors):
-        for reg in events_map.get(plugin, ()):
-            if not event.matches(reg.event):
+        for reg in events_map.get(plugin, ()) if matching is None else matching.get(plugin, ()):
+            if matching is None and not event.matches(reg.event):
                 continue
             if reg.hint is not None:
                 began = time.perf_counter()

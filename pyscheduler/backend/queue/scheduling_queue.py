@@ -88,8 +88,8 @@ from pyscheduler.backend.queue.hints import (
     RecordedEvent,
     Strategy,
     gate_allows,
-    interested_plugins,
     is_wildcard,
+    matching_registrations,
     worth_requeuing,
 )
 from pyscheduler.backend.queue.nominator import Nominator
@@ -756,7 +756,8 @@ class SchedulingQueue:
         # (what _worth_requeuing would say) without running its hints. Thousands of pods parked by
         # NodeResourcesFit must not cost a loop over hints on every pod bound elsewhere.
         wildcard = is_wildcard(event)
-        interested = set() if wildcard else interested_plugins(self._events_map, event)
+        matching = None if wildcard else matching_registrations(self._events_map, event)
+        interested = {p for p, regs in matching.items() if regs} if matching is not None else set()
         for qpi in pods:
             if qpi.gated and not gate_allows(self._events_map, qpi, event):
                 continue
@@ -767,7 +768,7 @@ class SchedulingQueue:
                 and interested.isdisjoint(qpi.pending_plugins)
             ):
                 continue
-            strategy = worth_requeuing(self._events_map, qpi, event, old, new, self._on_hint)
+            strategy = worth_requeuing(self._events_map, qpi, event, old, new, self._on_hint, matching)
             if strategy == Strategy.SKIP:
                 continue
             uid = qpi.uid
