@@ -498,18 +498,26 @@ class Scheduler:
     def _filter_with_nominated(
         self, fwk: Framework, state: CycleState, pod: Pod, chunk: NodeBatch, nominated: frozenset[str]
     ) -> list[Status | None]:
+        """Filter ``chunk``, whose nodes in ``nominated`` have pods nominated to them. Only nodes with
+        nominated pods of priority >= the pod's (other than itself) take the nominated-pods pass; on the
+        others that pass is one plain Filter pass, so they join the batch with the rest."""
         results: list[Status | None] = [None] * len(chunk)
-        plain = [i for i, ni in enumerate(chunk) if ni.name not in nominated]
+        ge: list[tuple[int, list[PodInfo]]] = []
+        plain: list[int] = []
+        for i, ni in enumerate(chunk):
+            pis = fwk.ge_nominated_pods(pod, ni.name) if ni.name in nominated else None
+            if pis:
+                ge.append((i, pis))
+            else:
+                plain.append(i)
         if plain:
-            for i, s in zip(
-                plain, fwk.run_filter_plugins_batch(state, pod, chunk.subset(plain)), strict=True
-            ):
+            subset = chunk if not ge else chunk.subset(plain)
+            for i, s in zip(plain, fwk.run_filter_plugins_batch(state, pod, subset), strict=True):
                 results[i] = s
         run = fwk.run_filter_plugins_with_nominated_pods
-        for i, ni in enumerate(chunk):
-            if ni.name in nominated:
-                st = run(state, pod, ni)
-                results[i] = None if st is None or st.code == Code.SUCCESS else st
+        for i, pis in ge:
+            st = run(state, pod, chunk[i], pis)
+            results[i] = None if st is None or st.code == Code.SUCCESS else st
         return results
 
     def _filter_with_extenders(

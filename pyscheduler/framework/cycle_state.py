@@ -54,3 +54,56 @@ class CycleState:
         c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         c.record_plugin_metrics = self.record_plugin_metrics
         return c
+
+    def overlay(self) -> CycleState:
+        """What ``clone()`` gives, each value cloned when first read instead of all at once: for a state
+        used briefly while this one is left unchanged (the nominated pods' Filter pass, which reads one
+        or two plugins' values where ``clone()`` copies every plugin's)."""
+        return _Overlay(self)
+
+
+class _Overlay(CycleState):
+    __slots__ = ("_gone", "_parent")
+
+    def __init__(self, parent: CycleState) -> None:
+        self._data = {}
+        self._parent = parent
+        self._gone: set[str] = set()  # deleted here: not read through
+        self.skip_filter_plugins = set(parent.skip_filter_plugins)
+        self.skip_score_plugins = set(parent.skip_score_plugins)
+        self.skip_pre_bind_plugins = set(parent.skip_pre_bind_plugins)
+        self.record_plugin_metrics = parent.record_plugin_metrics
+
+    def _through(self, key: str) -> bool:
+        """Bring the parent's value for ``key`` over (cloned) if not yet; False when there is none."""
+        if key in self._data:
+            return True
+        if key in self._gone or key not in self._parent._data:
+            return False
+        v = self._parent._data[key]
+        clone = getattr(v, "clone", None)
+        self._data[key] = clone() if callable(clone) else v
+        return True
+
+    def read(self, key: str) -> Any:
+        self._through(key)
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data[key] if self._through(key) else default
+
+    def write(self, key: str, value: Any) -> None:
+        self._gone.discard(key)
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+        self._gone.add(key)
+
+    def clone(self) -> CycleState:
+        for key in self._parent._data:
+            self._through(key)
+        return CycleState.clone(self)
+
+    def overlay(self) -> CycleState:
+        return self.clone()  # read through one level only

@@ -21,7 +21,7 @@ The caches hold no per-pod state; keys name everything the value depends on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pyscheduler.framework.node_table import NodeBatch, NodeTable, batch_rows
-from pyscheduler.framework.types import NodeInfo
+from pyscheduler.framework.types import NodeInfo, PodInfo
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -239,17 +239,30 @@ def sum_by_value(values: Sequence[str], codes: I64, weights: I64, include: Mask)
 
 class RowStampedIndex:
     """Base of the indexes kept current row by row against a NodeTable (``pod_kinds.PodKindIndex``,
-    ``inter_pod_affinity.existing_index.ExistingTermsIndex``): each row remembers the NodeInfo generation
-    it was read at (``_gens``); ``_catch_up`` re-reads the rows whose stamp differs from the table's
-    generation column, taking back what the row contributed first (``_clear``, then ``_read``)."""
+    ``inter_pod_affinity.existing_index.ExistingTermsIndex``), from what each row's pods contribute.
+
+    Each row remembers the NodeInfo generation it was read at (``_gens``) and the PodInfos it counted
+    (``_members``); ``_catch_up`` visits the rows whose stamp differs from the table's generation column
+    and applies only the difference: PodInfos new on the row are added (``_add``), those gone are taken
+    back (``_remove``). A PodInfo is one pod version (an update makes a new one), so a bind touches one
+    pod's contribution however many pods share its node, as kube keeps per-pod parsed terms in PodInfo.
+    The members are compared by identity; a row whose NodeInfo has no Node counts nothing.
+
+    Subclasses say which of a NodeInfo's pods count (``_pods_of``) and how a batch of them on one row is
+    added or removed; the result must not depend on the order of those calls (the tests compare with a
+    from-scratch read after random histories)."""
 
     __slots__ = ()
     _gens: I64
+    _members: dict[int, set[PodInfo]]
 
-    def _clear(self, row: int) -> None:
+    def _pods_of(self, ni: NodeInfo) -> Sequence[PodInfo]:
         raise NotImplementedError
 
-    def _read(self, row: int, ni: NodeInfo) -> None:
+    def _add(self, row: int, pods: Iterable[PodInfo]) -> None:
+        raise NotImplementedError
+
+    def _remove(self, row: int, pods: Iterable[PodInfo]) -> None:
         raise NotImplementedError
 
     def _catch_up(self, table: NodeTable) -> bool:
@@ -257,12 +270,24 @@ class RowStampedIndex:
         written; the rows read so far stay read."""
         gens = table.generation
         infos = table.infos
+        members = self._members
         for r in np.flatnonzero(self._gens != gens).tolist():
             ni = infos[r]
             g = int(gens[r])
             if ni.generation != g:
                 return False
-            self._clear(r)
-            self._read(r, ni)
+            new = set(self._pods_of(ni)) if ni.node is not None else set()
+            old = members.get(r)
+            if old is None:
+                if new:
+                    self._add(r, new)
+            elif old != new:
+                # added first: a pod replaced by its next version keeps its entry alive in between
+                self._add(r, new - old)
+                self._remove(r, old - new)
+            if new:
+                members[r] = new
+            else:
+                members.pop(r, None)
             self._gens[r] = g
         return True

@@ -14,9 +14,10 @@ and its per-row counts are the sum of its kinds' rows.
 
 How it stays current
 --------------------
-As ``inter_pod_affinity.existing_index``: each row remembers the NodeInfo generation it was read at and
-the kinds it contributed; rows whose stamp differs from the table's generation column are re-read (the one
-or two nodes the last binding touched). A table of another size starts the index afresh, and so does a
+As ``inter_pod_affinity.existing_index`` (``node_rows.RowStampedIndex``): each row remembers the NodeInfo
+generation it was read at and the pods it counted; on rows whose stamp differs from the table's generation
+column (the one or two nodes the last binding touched) only the pods new there are added and those gone
+taken back. A table of another size starts the index afresh, and so does a
 build-up of kinds no pod has any more (rollouts leave them behind).
 
 A kind's rows are a dict row -> count while it is on few rows, and a dense int32 array per table row (kept
@@ -25,7 +26,7 @@ in step) once it is on many, so memory stays at most one array per 64 pods.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,7 @@ class _Kind:
 class PodKindIndex(RowStampedIndex):
     """See the module docstring. Not thread-safe: one scheduling cycle at a time uses it."""
 
-    __slots__ = ("_contrib", "_gens", "_ids", "_kinds", "_live", "_matched", "_size")
+    __slots__ = ("_gens", "_ids", "_kinds", "_live", "_matched", "_members", "_size")
 
     def __init__(self) -> None:
         self._reset(-1)
@@ -72,7 +73,7 @@ class PodKindIndex(RowStampedIndex):
     def _reset(self, size: int) -> None:
         self._size = size
         self._gens: I64 = np.full(max(size, 0), -1, dtype=np.int64)
-        self._contrib: dict[int, list[tuple[int, int]]] = {}  # row -> (kind id, count)
+        self._members: dict[int, set[PodInfo]] = {}  # row -> the pods counted there
         self._ids: dict[KindKey, int] = {}
         self._kinds: list[_Kind | None] = []  # by id; None once the index dropped it
         self._live = 0
@@ -116,13 +117,14 @@ class PodKindIndex(RowStampedIndex):
 
     # -- rows -----------------------------------------------------------------------------------------
 
-    def _read(self, row: int, ni: NodeInfo) -> None:
-        if ni.node is None or not ni.pods:
-            return
+    def _pods_of(self, ni: NodeInfo) -> Sequence[PodInfo]:
+        return ni.pods
+
+    def _add(self, row: int, pods: Iterable[PodInfo]) -> None:
         per: dict[int, int] = {}
         ids = self._ids
         kinds = self._kinds
-        for pi in ni.pods:
+        for pi in pods:
             key = kind_of(pi)
             i = ids.get(key)
             if i is None:
@@ -130,8 +132,7 @@ class PodKindIndex(RowStampedIndex):
                 kinds.append(_Kind(pi.pod))
                 self._live += 1
             per[i] = per.get(i, 0) + 1
-        contrib = list(per.items())
-        for i, c in contrib:
+        for i, c in per.items():
             k = kinds[i]
             assert k is not None
             k.rows[row] = k.rows.get(row, 0) + c
@@ -143,11 +144,15 @@ class PodKindIndex(RowStampedIndex):
                 d[np.fromiter(k.rows.keys(), np.int64, len(k.rows))] = np.fromiter(
                     k.rows.values(), np.int32, len(k.rows)
                 )
-        self._contrib[row] = contrib
 
-    def _clear(self, row: int) -> None:
+    def _remove(self, row: int, pods: Iterable[PodInfo]) -> None:
+        per: dict[int, int] = {}
+        ids = self._ids
+        for pi in pods:
+            i = ids[kind_of(pi)]
+            per[i] = per.get(i, 0) + 1
         kinds = self._kinds
-        for i, c in self._contrib.pop(row, ()):
+        for i, c in per.items():
             k = kinds[i]
             assert k is not None
             left = k.rows[row] - c

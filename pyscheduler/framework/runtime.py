@@ -399,32 +399,43 @@ class Framework:
         return out, len(live)
 
     def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        nominated: Sequence[PodInfo] | None = None,
     ) -> Status | None:
         """kube's RunFilterPluginsWithNominatedPods: if pods of equal or higher priority are nominated to
-        this node, the pod must fit both with and without them (they may not land there after all)."""
-        nominated = [
-            pi
-            for pi in self.handle.nominated_pods_for_node(node_info.name)
-            if pi.pod.uid != pod.uid and pi.pod.priority >= pod.priority
-        ]
+        this node, the pod must fit both with and without them (they may not land there after all).
+        ``nominated``: those pods, when the caller has picked them already (see ``ge_nominated_pods``).
+
+        The first pass runs on a clone of the node and an overlay of the state (``CycleState.overlay``:
+        a value is cloned when a plugin first reads it, not every plugin's up front); ``state`` itself is
+        left alone until that pass is over, so the overlay sees what a clone would."""
+        if nominated is None:
+            nominated = self.ge_nominated_pods(pod, node_info.name)
         if not nominated:
             return self.run_filter_plugins(state, pod, node_info)
-        for with_nominated in (True, False):
-            if with_nominated:
-                st = state.clone()
-                ni = node_info.clone()
-                for pi in nominated:
-                    ni.add_pod(pi)
-                    s = self.run_pre_filter_extension_add_pod(st, pod, pi, ni)
-                    if s is not None and not s.is_success():
-                        return s
-                s = self.run_filter_plugins(st, pod, ni)
-            else:
-                s = self.run_filter_plugins(state, pod, node_info)
+        st = state.overlay()
+        ni = node_info.clone()
+        for pi in nominated:
+            ni.add_pod(pi)
+            s = self.run_pre_filter_extension_add_pod(st, pod, pi, ni)
             if s is not None and not s.is_success():
                 return s
-        return None
+        s = self.run_filter_plugins(st, pod, ni)
+        if s is not None and not s.is_success():
+            return s
+        return self.run_filter_plugins(state, pod, node_info)
+
+    def ge_nominated_pods(self, pod: Pod, node_name: str) -> list[PodInfo]:
+        """The pods other than ``pod`` nominated to ``node_name`` with priority >= ``pod``'s (kube's
+        addGENominatedPods): the ones the nominated-pods pass adds."""
+        return [
+            pi
+            for pi in self.handle.nominated_pods_for_node(node_name)
+            if pi.pod.uid != pod.uid and pi.pod.priority >= pod.priority
+        ]
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo

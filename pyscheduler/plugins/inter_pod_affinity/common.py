@@ -26,6 +26,7 @@ from pyscheduler.plugins.inter_pod_affinity.existing_index import ExistingTermsI
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     MEMO_KEY,
     AffinityTerm,
+    ParsedCache,
     WeightedAffinityTerm,
 )
 
@@ -91,6 +92,8 @@ class PluginBase:
         self._existing = ExistingTermsIndex()
         # the existing pods by namespace and labels, per row (see framework/pod_kinds.py)
         self._kinds = PodKindIndex()
+        # the waiting pods' own terms, for the queueing hints (see hints.py)
+        self._hint_terms = ParsedCache()
 
     # -- helpers ------------------------------------------------------------------------------------
 

@@ -13,10 +13,13 @@ topology pair; an incoming pod is then matched once against each distinct term.
 How it stays current
 --------------------
 The index covers every row of the snapshot's NodeTable. Each row remembers the NodeInfo generation it was
-read at and which terms it contributed, so the contribution can be taken back: a row whose stamp differs
-from the table's generation column (pods added or removed, node relabelled or replaced) is re-read. Finding
-those rows is one vector comparison; between two cycles they are the one or two nodes the last binding
-touched. A table of another size (nodes added or removed) starts the index afresh.
+read at and which pods with affinity it counted (``RowStampedIndex``): a row whose stamp differs from the
+table's generation column (pods added or removed, node relabelled or replaced) gets only its difference
+applied, the terms of the pods new on it added and those of the pods gone taken back. Finding those rows
+is one vector comparison; between two cycles they are the one or two nodes the last binding touched, and
+on them the one pod bound, however many pods the node holds. A pod's entry keys are built once per
+PodInfo (``PodInfo.memo``, beside its parsed terms). A table of another size (nodes added or removed)
+starts the index afresh.
 
 Each distinct term keeps its occurrences as one int32 per table row (a vector add per matching term at
 query time; 20 KB per term at 5,000 nodes). Answers are per-row arrays per topology key, which the callers
@@ -26,14 +29,14 @@ fold by label code exactly as their other batch paths do, and equal those of the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from pyscheduler.framework.node_rows import I64, Mask, RowStampedIndex
 from pyscheduler.framework.node_table import NodeTable
-from pyscheduler.framework.types import NodeInfo, Pod
-from pyscheduler.plugins.inter_pod_affinity.terms import AffinityTerm, terms_of
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
+from pyscheduler.plugins.inter_pod_affinity.terms import MEMO_KEY, AffinityTerm, terms_of
 
 # Entry kinds: what an existing pod's term does to the incoming pod.
 REQUIRED_ANTI = 0  # PreFilter: the incoming pod may not share the pair
@@ -56,7 +59,7 @@ class _Entry:
 class ExistingTermsIndex(RowStampedIndex):
     """See the module docstring. Not thread-safe: one scheduling cycle at a time uses it."""
 
-    __slots__ = ("_by_kind", "_contrib", "_entries", "_gens", "_indexed", "_size")
+    __slots__ = ("_by_kind", "_entries", "_gens", "_members", "_size")
 
     def __init__(self) -> None:
         self._reset(-1)
@@ -64,13 +67,13 @@ class ExistingTermsIndex(RowStampedIndex):
     def _reset(self, size: int) -> None:
         self._size = size
         self._gens: I64 = np.full(max(size, 0), -1, dtype=np.int64)
-        self._contrib: dict[int, list[EntryKey]] = {}
+        self._members: dict[int, set[PodInfo]] = {}  # row -> the pods with affinity counted there
         self._entries: dict[EntryKey, _Entry] = {}
         self._by_kind: tuple[dict[EntryKey, _Entry], ...] = ({}, {}, {}, {})
 
     def refresh(self, table: NodeTable) -> bool:
-        """Bring the index to ``table``: re-read each row whose generation stamp differs from the
-        table's. False (the index not to be used this cycle) when a row's NodeInfo changed after the
+        """Bring the index to ``table``: apply the difference on each row whose generation stamp differs
+        from the table's. False (the index not to be used this cycle) when a row's NodeInfo changed after the
         table was written; the rows read so far stay read."""
         if table.size != self._size:
             self._reset(table.size)
@@ -117,35 +120,45 @@ class ExistingTermsIndex(RowStampedIndex):
 
     # -- rows -----------------------------------------------------------------------------------------
 
-    def _read(self, row: int, ni: NodeInfo) -> None:
-        if ni.node is None:
-            return
-        contrib: list[EntryKey] = []
-        for epi in ni.pods_with_affinity:
-            terms = terms_of(epi)
-            for t in terms.required_anti_affinity:
-                contrib.append((REQUIRED_ANTI, t, 0))
-            for t in terms.required_affinity:
-                contrib.append((REQUIRED_AFFINITY, t, 0))
-            for w in terms.preferred_affinity:
-                contrib.append((PREFERRED_AFFINITY, w.term, w.weight))
-            for w in terms.preferred_anti_affinity:
-                contrib.append((PREFERRED_ANTI, w.term, w.weight))
-        for key in contrib:
-            entry = self._entries.get(key)
-            if entry is None:
-                entry = self._entries[key] = _Entry(key[1], self._size)
-                self._by_kind[key[0]][key] = entry
-            entry.rows[row] += 1
-            entry.n += 1
-        if contrib:
-            self._contrib[row] = contrib
+    def _pods_of(self, ni: NodeInfo) -> Sequence[PodInfo]:
+        return ni.pods_with_affinity
 
-    def _clear(self, row: int) -> None:
-        for key in self._contrib.pop(row, ()):
-            entry = self._entries[key]
-            entry.rows[row] -= 1
-            entry.n -= 1
-            if not entry.n:
-                del self._entries[key]
-                del self._by_kind[key[0]][key]
+    def _add(self, row: int, pods: Iterable[PodInfo]) -> None:
+        entries = self._entries
+        for pi in pods:
+            for key in _keys_of(pi):
+                entry = entries.get(key)
+                if entry is None:
+                    entry = entries[key] = _Entry(key[1], self._size)
+                    self._by_kind[key[0]][key] = entry
+                entry.rows[row] += 1
+                entry.n += 1
+
+    def _remove(self, row: int, pods: Iterable[PodInfo]) -> None:
+        entries = self._entries
+        for pi in pods:
+            for key in _keys_of(pi):
+                entry = entries[key]
+                entry.rows[row] -= 1
+                entry.n -= 1
+                if not entry.n:
+                    del entries[key]
+                    del self._by_kind[key[0]][key]
+
+
+_KEYS_MEMO = MEMO_KEY + ".entries"  # PodInfo.memo: the pod's entry keys
+
+
+def _keys_of(pi: PodInfo) -> tuple[EntryKey, ...]:
+    """What the pod contributes to the index, one key per term (a term twice in a pod counts twice)."""
+    keys: tuple[EntryKey, ...] | None = pi.memo.get(_KEYS_MEMO)
+    if keys is None:
+        terms = terms_of(pi)
+        keys = (
+            *((REQUIRED_ANTI, t, 0) for t in terms.required_anti_affinity),
+            *((REQUIRED_AFFINITY, t, 0) for t in terms.required_affinity),
+            *((PREFERRED_AFFINITY, w.term, w.weight) for w in terms.preferred_affinity),
+            *((PREFERRED_ANTI, w.term, w.weight) for w in terms.preferred_anti_affinity),
+        )
+        pi.memo[_KEYS_MEMO] = keys
+    return keys

@@ -19,7 +19,6 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
     PluginBase,
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import (
-    parse_affinity,
     pod_matches_all_terms,
 )
 
@@ -47,7 +46,7 @@ class Hints(PluginBase):
             return QueueingHint.QUEUE
         if (new_pod is not None and not new_pod.node_name) or (old_pod is not None and not old_pod.node_name):
             return QueueingHint.SKIP
-        parsed = parse_affinity(pod)
+        parsed = self._hint_terms.get(pod)
         if parsed.errors:
             return QueueingHint.QUEUE
         terms = parsed.required_affinity
@@ -71,7 +70,7 @@ class Hints(PluginBase):
             return QueueingHint.QUEUE
         if node is None:
             return QueueingHint.QUEUE
-        parsed = parse_affinity(pod)
+        parsed = self._hint_terms.get(pod)
         if parsed.errors:
             return QueueingHint.QUEUE
         for t in (*parsed.required_affinity, *parsed.required_anti_affinity):

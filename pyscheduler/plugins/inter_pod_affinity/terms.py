@@ -27,10 +27,18 @@ class AffinityTerm:
     topology_key: str
     _match: LabelMatcher = field(init=False, compare=False, repr=False)
     _ns_match: LabelMatcher = field(init=False, compare=False, repr=False)
+    # terms are dict keys of the existing-terms index: hashed once, not field by field per lookup
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_match", compile_selector(self.selector))
         object.__setattr__(self, "_ns_match", compile_selector(self.namespace_selector))
+        object.__setattr__(
+            self, "_hash", hash((self.namespaces, self.namespace_selector, self.selector, self.topology_key))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(self, pod: Pod, ns_labels: Mapping[str, str] | None) -> bool:
         """Whether ``pod`` (whose namespace has labels ``ns_labels``) is selected by this term."""
@@ -136,6 +144,35 @@ def terms_of(pi: PodInfo) -> ParsedAffinity:
     parsed = parse_affinity(pi.pod)
     pi.memo[MEMO_KEY] = parsed
     return parsed
+
+
+_PARSED_LIMIT = 8192  # waiting pods whose parsed terms the hints keep
+
+
+class ParsedCache:
+    """The parsed terms of the waiting pods the hints are asked about. The queue calls the hints once per
+    waiting pod per cluster event; parsing the pod's affinity each time was most of EventHandlingPodAdd's
+    reflector thread. The terms depend only on the pod's affinity and namespace, so they are kept by the
+    affinity object (held, so its id is not reused while kept), not by pod: the cache keeps no pod alive,
+    and pods gone from the queue leave only their affinity behind until the bound clears it."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, str, ParsedAffinity]] = {}
+
+    def get(self, pod: Pod) -> ParsedAffinity:
+        aff = pod.affinity
+        if not aff:
+            return EMPTY
+        hit = self._by_id.get(id(aff))
+        if hit is not None and hit[0] is aff and hit[1] == pod.namespace:
+            return hit[2]
+        parsed = parse_affinity(pod)
+        if len(self._by_id) >= _PARSED_LIMIT:
+            self._by_id.clear()
+        self._by_id[id(aff)] = (aff, pod.namespace, parsed)
+        return parsed
 
 
 def pod_matches_all_terms(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:

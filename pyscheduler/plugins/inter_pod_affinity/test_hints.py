@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pyscheduler.framework.events import QueueingHint
@@ -71,3 +73,27 @@ def test_pod_change_hint(name: str, old: Pod | None, new: Pod | None, want: Queu
 )
 def test_node_change_hint(new: Node, want: QueueingHint) -> None:
     assert InterPodAffinity().is_schedulable_after_node_change(TARGET, None, new) == want
+
+
+def test_hints_follow_a_new_version_of_the_waiting_pod() -> None:
+    """The hints keep the waiting pod's parsed terms between events; a new version of the pod (its
+    affinity changed) is read afresh, and a pod that is not asked about again is not needed."""
+    plugin = InterPodAffinity()
+    added = pod("e", S1, node="n")
+    assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q
+    assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q  # from the kept terms
+    retargeted = pod(TARGET.name, labels=S2, affinity=required(term("region", sel_in("security", "S3"))))
+    assert plugin.is_schedulable_after_pod_change(retargeted, None, added) == SKIP
+    assert plugin.is_schedulable_after_node_change(retargeted, None, mk_node("n", zone="z")) == SKIP
+    assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q
+    # the same affinity object in another namespace: its terms select pods of that namespace only
+    elsewhere = dataclasses.replace(TARGET, namespace="other")
+    assert elsewhere.affinity is TARGET.affinity
+    assert plugin.is_schedulable_after_pod_change(elsewhere, None, added) == SKIP
+    assert plugin.is_schedulable_after_pod_change(TARGET, None, added) == Q
+    # many waiting pods: the kept terms are bounded, answers stay right past the bound
+    waiting = [
+        pod(f"w{i}", S2, affinity=required(term("region", sel_in("security", "S1")))) for i in range(9000)
+    ]
+    assert all(plugin.is_schedulable_after_pod_change(w, None, added) == Q for w in waiting)
+    assert plugin.is_schedulable_after_pod_change(retargeted, None, added) == SKIP
