@@ -276,9 +276,7 @@ class App:
         the device counts); a cluster without that API needs nothing when the plugin is disabled."""
         if self.dra_enabled:
             return True
-        try:
-            self.api.request("GET", DRA_API_PATH)
-        except Exception:  # not served (404), or no such call: DeviceClasses then back nothing
+        if not self.api.serves(DRA_API_PATH):  # DeviceClasses then back nothing
             log.info("resource.k8s.io/v1 not watched", reason="not served, DynamicResources not in a profile")
             return False
         return True

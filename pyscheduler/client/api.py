@@ -216,6 +216,18 @@ class Api(Transport):
         rt = read_timeout if read_timeout is not None else timeout_seconds + max(30.0, 0.1 * timeout_seconds)
         return Watch(self, path, self.url(path, query), rt)
 
+    def serves(self, group_version_path: str) -> bool:
+        """Whether the API server serves this group/version (``/apis/resource.k8s.io/v1``): discovery,
+        which every authenticated user may read (``system:discovery``), so no RBAC rule. False on 404;
+        any other failure, after the client's retries, is raised."""
+        try:
+            self.request("GET", group_version_path)
+        except ApiError as e:
+            if e.is_not_found():
+                return False
+            raise
+        return True
+
     # ------------------------------------------------------------------------------ generic objects
     def get(self, kind: str, namespace: str | None, name: str) -> JSON:
         _, out = self.request("GET", resource_path(kind, namespace, name))

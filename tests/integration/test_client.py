@@ -160,6 +160,12 @@ def test_in_cluster_configuration_uses_the_service_account_token(
 # ------------------------------------------------------------------------------------------ list & watch
 
 
+def test_serves_tells_a_served_group_version_from_a_missing_one(api: Api) -> None:
+    # the daemon watches the resource.k8s.io kinds without DynamicResources in a profile only where served
+    assert api.serves("/apis/resource.k8s.io/v1") is True
+    assert api.serves("/apis/no-such-group.example.com/v1") is False
+
+
 def test_list_is_paginated(api: Api, ns: str) -> None:
     for i in range(7):
         api.create(
