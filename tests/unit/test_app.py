@@ -276,10 +276,8 @@ def test_without_dynamic_resources_the_dra_kinds_are_watched_where_served(served
     class Cluster:
         def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
 
-        def request(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
-            if not served:
-                raise ApiError(404, "NotFound", "not found", method, path)
-            return 200, {"kind": "APIResourceList"}
+        def serves(self, path: str) -> bool:
+            return served
 
         def list(self, path: str, **kw: Any) -> tuple[list[Any], str]:
             if path.startswith("/apis/resource.k8s.io/") and not served:
