@@ -33,6 +33,7 @@ which run it with ``score_breakdown=False`` (each pod's top node totals only, fr
 from __future__ import annotations
 
 import copy
+import math
 import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -263,6 +264,9 @@ class Engine:
             writer=_InlineWriter(),
             rng=random.Random(seed),
             extra={"preemption_runner": self._defer_eviction},
+            # no "slow plugin call" warnings: they speak of a daemon's machine, not of the answer, and a
+            # loaded laptop would print them into simulate's output
+            slow_plugin_threshold=math.inf,
         )
         self._binds = _InlineBinds(self)
         self.app.scheduler._binders.shutdown(wait=False)

@@ -162,3 +162,25 @@ def test_a_pod_rejected_at_prefilter_reads_as_kube_1_36_writes_it() -> None:
     [r] = res.values()
     assert not r.scheduled
     assert r.message == '0/2 nodes are available: persistentvolumeclaim "missing" not found. not found'
+
+
+def test_a_slow_plugin_prints_no_warning_in_process() -> None:
+    # the daemon warns of a plugin call over 100 ms; the what-if tools run the same core in process,
+    # where such a line speaks of the user's machine, not of the answer, and would land in their output
+    from structlog.testing import capture_logs
+
+    class Slow:
+        name = "Slow"
+
+        def permit(self, state: Any, pod: Any, node: str) -> tuple[Status, float]:
+            time.sleep(0.15)
+            return Status.success(), 0.0
+
+    eng = Engine()
+    fwk = next(iter(eng.app.profiles.values()))
+    fwk.permit_plugins = [*fwk.permit_plugins, Slow()]
+    eng.add_nodes(nodes(1))
+    with capture_logs() as logs:
+        res = eng.schedule([make_pod("p").req(cpu="1")])
+    assert res["default/p"].node == "n0"
+    assert [e for e in logs if e["event"] == "slow plugin call"] == []
