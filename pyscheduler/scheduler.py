@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import structlog
@@ -47,6 +47,7 @@ from pyscheduler.framework.scores import Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.parallel import ForkFilter
+from pyscheduler.scheduler_protocols import Extender, Metrics, Recorder, StatusWriter
 
 log = structlog.get_logger("pyscheduler.scheduler")
 
@@ -61,50 +62,6 @@ ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "Assign
 # pods arrived at ~450/s, and the backlog set the latency (p99 8.9 s at 5,000 nodes); at 64 the binds
 # keep up (p99 1.3 s). The pods assumed meanwhile are counted by the cache, so nothing overcommits.
 BIND_WORKERS = 64
-
-
-class Recorder(Protocol):
-    def event(self, pod: Pod, type: str, reason: str, action: str, note: str) -> None: ...
-
-
-class StatusWriter(Protocol):
-    def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
-
-    def nominated_node(self, pod: Pod, node_name: str) -> None: ...
-
-
-class Metrics(Protocol):
-    def attempt(self, result: str, profile: str, seconds: float) -> None: ...
-
-    def pod_scheduled(
-        self, profile: str, attempts: int, sli_seconds: float, *, after_flush: bool = False
-    ) -> None: ...
-
-    def algorithm(self, seconds: float) -> None: ...
-
-    def sample_plugins(self) -> bool: ...
-
-
-class Extender(Protocol):
-    """An HTTP extender as the scheduler uses it (see pyscheduler.extender)."""
-
-    name: str
-
-    def is_interested(self, pod: Pod) -> bool: ...
-
-    def is_ignorable(self) -> bool: ...
-
-    def filter(
-        self, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
-
-    def prioritize(self, pod: Pod, nodes: list[NodeInfo]) -> tuple[dict[str, int], int]: ...
-
-    def is_binder(self) -> bool: ...
-
-    def bind(self, pod: Pod, node_name: str) -> Status | None: ...
-
-    def supports_preemption(self) -> bool: ...
 
 
 @dataclass
