@@ -52,6 +52,7 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
 from pyscheduler.framework.fit_error import FitError as FitError  # default_preemption imports it here
 from pyscheduler.framework.handle import FrameworkHandle as FrameworkHandle  # docs/plugins.md names it here
+from pyscheduler.framework.helpers.gofmt import go_string_slice
 from pyscheduler.framework.interfaces import (
     BindPlugin,
     EnqueueExtensions,
@@ -304,7 +305,7 @@ class Framework:
                 result = r if result is None else result.merge(r)
                 if result.node_names is not None and not result.node_names:
                     status = Status.unschedulable(
-                        f"node(s) didn't satisfy plugin(s) {_go_list(sorted(narrowed))} simultaneously"
+                        f"node(s) didn't satisfy plugin(s) {go_string_slice(sorted(narrowed))} simultaneously"
                         if len(narrowed) > 1
                         else f"node(s) didn't satisfy plugin {next(iter(narrowed))}",
                     )
@@ -796,8 +797,3 @@ def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:
     if isinstance(nodes, NodeBatch):
         return nodes.subset(idx)
     return [nodes[i] for i in idx]
-
-
-def _go_list(items: Sequence[str]) -> str:
-    """Go's %v of a []string: [a b c]."""
-    return "[" + " ".join(items) + "]"

@@ -3,6 +3,7 @@ component-helpers the plugins use). Pure: no I/O, no clock. One copy of each, so
 
     normalize.py      DefaultNormalizeScore on score lists and on int64 arrays
     gomath.py         Go's integer division and math.Round
+    gofmt.py          Go's %v of a string slice, as kube's messages print it
     names.py          apimachinery's name validation (qualified names, label values, DNS-1123
                       subdomains) with its exact messages; extended resource names
     node_affinity.py  node selector terms as component-helpers parses them; a pod's required node

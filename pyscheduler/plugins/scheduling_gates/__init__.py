@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.helpers.gofmt import go_string_slice
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -24,7 +25,7 @@ NAME = "SchedulingGates"
 
 
 def gated_message(gates: Sequence[str]) -> str:
-    return f"waiting for scheduling gates: [{' '.join(gates)}]"
+    return f"waiting for scheduling gates: {go_string_slice(gates)}"
 
 
 class SchedulingGates:
