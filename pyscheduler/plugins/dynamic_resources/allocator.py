@@ -52,6 +52,12 @@ from pyscheduler.framework.dra import (
 from pyscheduler.framework.dra import Device as SliceDevice
 from pyscheduler.plugins.dynamic_resources import capacity
 from pyscheduler.plugins.dynamic_resources.cel import CELRuntimeError, Device, SelectorCache
+from pyscheduler.plugins.dynamic_resources.constraints import (
+    Counters,
+    DistinctAttribute,
+    MatchAttribute,
+    taint_prevents_allocation,
+)
 from pyscheduler.plugins.dynamic_resources.errors import (
     AllocationError,
     AllocationTimeout,
@@ -96,139 +102,7 @@ class _Request:
     all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice]] = field(default_factory=list)
 
 
-class _MatchAttribute:
-    def __init__(self, requests: tuple[str, ...], attribute: str) -> None:
-        self.requests = set(requests)
-        self.attribute = attribute
-        self.value: tuple[str, Any] | None = None
-        self.n = 0
-
-    def _applies(self, base: str, sub: str) -> bool:
-        return not self.requests or base in self.requests or (bool(sub) and f"{base}/{sub}" in self.requests)
-
-    def _lookup(self, device: SliceDevice, driver: str) -> tuple[str, Any] | None:
-        attr = device.attributes.get(self.attribute)
-        if attr is None:
-            domain, sep, ident = self.attribute.partition("/")
-            if not sep or domain != driver:
-                return None
-            attr = device.attributes.get(ident)
-        if attr is None:
-            return None
-        for k in ("string", "int", "bool", "version"):
-            if attr.get(k) is not None:
-                return (k, attr[k])
-        return None
-
-    def add(self, base: str, sub: str, device: SliceDevice, driver: str) -> bool:
-        if not self._applies(base, sub):
-            return True
-        v = self._lookup(device, driver)
-        if v is None:
-            return False
-        if self.n == 0:
-            self.value, self.n = v, 1
-            return True
-        if v != self.value:
-            return False
-        self.n += 1
-        return True
-
-    def remove(self, base: str, sub: str) -> None:
-        if not self._applies(base, sub):
-            return
-        self.n -= 1
-        if self.n == 0:
-            self.value = None
-
-
-def taint_prevents_allocation(device: SliceDevice, request: ExactRequest) -> bool:
-    """A NoSchedule or NoExecute taint the request does not tolerate (DRADeviceTaints, beta and on in
-    1.36); other effects, None included, do not keep a device from being allocated."""
-    return any(
-        t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in request.tolerations)
-        for t in device.taints
-    )
-
-
-class _DistinctAttribute(_MatchAttribute):
-    """kube's distinctAttributeConstraint: every device the constraint covers has a different value of the
-    attribute. As kube does, the values are remembered per request name (not per device), so a second
-    device of the same request replaces the first one's value in the comparison set."""
-
-    def __init__(self, requests: tuple[str, ...], attribute: str) -> None:
-        super().__init__(requests, attribute)
-        self.values: dict[str, tuple[str, Any]] = {}
-
-    def add(self, base: str, sub: str, device: SliceDevice, driver: str) -> bool:
-        if self.requests and not self._applies(base, sub):
-            return True
-        v = self._lookup(device, driver)
-        if v is None:
-            return False
-        if self.n and any(v == seen for seen in self.values.values()):
-            return False
-        self.values[base] = v
-        self.n += 1
-        return True
-
-    def remove(self, base: str, sub: str) -> None:
-        if self.requests and not self._applies(base, sub):
-            return
-        self.values.pop(base, None)
-        self.n -= 1
-
-
 _Chosen = tuple[_Request, DeviceID, SliceDevice, ResourceSlice]
-
-
-class _Counters:
-    """DRAPartitionableDevices: what is left of each pool's counter sets. Available counters start from the
-    pool's counter sets minus what its allocated devices (on any node) consume; the devices picked in this
-    attempt consume more. As kube does, pools are told apart by pool name only."""
-
-    def __init__(self, allocated: set[DeviceID]) -> None:
-        self.allocated = allocated
-        self.available: dict[str, dict[str, dict[str, Fraction]]] = {}
-        self.consumed: dict[str, dict[str, dict[str, Fraction]]] = {}
-
-    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
-        got = self.available.get(pool.name)
-        if got is None:
-            got = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-            for s in (*pool.slices, *pool.other_slices):
-                for d in s.devices:
-                    if (s.driver, s.pool, d.name) not in self.allocated:
-                        continue
-                    for set_name, counters in d.consumes_counters:
-                        have = got.get(set_name, {})
-                        for c, v in counters.items():
-                            if c in have:
-                                have[c] -= v  # may go negative: then nothing is left
-            self.available[pool.name] = got
-        return got
-
-    def reserve(self, pool: Pool, dev: SliceDevice) -> bool:
-        available = self._available(pool)
-        consumed = self.consumed.setdefault(pool.name, {})
-        for set_name, counters in dev.consumes_counters:
-            into = consumed.setdefault(set_name, {})
-            for c, v in counters.items():
-                into[c] = into.get(c, Fraction(0)) + v
-        for set_name, counters in available.items():
-            used = consumed.get(set_name, {})
-            for c, v in counters.items():
-                if v < used.get(c, 0):
-                    self.release(pool, dev)
-                    return False
-        return True
-
-    def release(self, pool: Pool, dev: SliceDevice) -> None:
-        consumed = self.consumed.get(pool.name, {})
-        for set_name, counters in dev.consumes_counters:
-            into = consumed.get(set_name, {})
-            for c, v in counters.items():
-                into[c] = into.get(c, Fraction(0)) - v
 
 
 _ResultKey = tuple[str, str, str, str, int, str, str]
@@ -577,14 +451,14 @@ class _Search:
         self.steps = 0
         self.matches: dict[tuple[DeviceID, int, str], bool] = {}
         self.pool_of = {(p.driver, p.name): p for p in pools}
-        self.counters = _Counters(alloc.allocated)
+        self.counters = Counters(alloc.allocated)
         self.taking: dict[DeviceID, set[int]] = {}  # device -> claims taking it in this search
         self.results: list[list[_Taken]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares so far
         self.share_count: dict[DeviceID, int] = {}
         # claim -> request -> alternatives (one for exactly); claim -> constraints
         self.requests: list[list[list[_Request]]] = []
-        self.constraints: list[list[_MatchAttribute]] = []  # _DistinctAttribute is one too
+        self.constraints: list[list[MatchAttribute]] = []  # DistinctAttribute is one too
         for ci, claim in enumerate(claims):
             self.requests.append(
                 [
@@ -811,11 +685,11 @@ class _Search:
         return entry
 
 
-def _constraint(claim: ResourceClaim, i: int, c: DeviceConstraint) -> _MatchAttribute:
+def _constraint(claim: ResourceClaim, i: int, c: DeviceConstraint) -> MatchAttribute:
     if c.match_attribute:
-        return _MatchAttribute(c.requests, c.match_attribute)
+        return MatchAttribute(c.requests, c.match_attribute)
     if c.distinct_attribute:
-        return _DistinctAttribute(c.requests, c.distinct_attribute)
+        return DistinctAttribute(c.requests, c.distinct_attribute)
     raise AllocationError(
         f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
     )
