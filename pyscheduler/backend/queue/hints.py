@@ -118,3 +118,35 @@ def worth_requeuing(
                 return Strategy.AFTER_BACKOFF
             strategy = Strategy.AFTER_BACKOFF
     return strategy
+
+
+def strategy_for_in_flight(
+    events_map: EventsMap,
+    qpi: QueuedPodInfo,
+    in_flight: bool,
+    events: Sequence[RecordedEvent],
+    observe: HintObserver | None = None,
+) -> Strategy:
+    """kube's determineSchedulingHintForInFlightPod: what ``events``, those recorded while the pod was in
+    flight, say about requeuing it now that its attempt failed. A pod no plugin rejected backs off; so
+    does one the queue did not know to be in flight (``in_flight`` False)."""
+    if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+        return Strategy.AFTER_BACKOFF
+    if not in_flight:
+        return Strategy.AFTER_BACKOFF
+    strategy = Strategy.SKIP
+    uid = qpi.uid
+    for ev in events:
+        if ev.target is not None and ev.target != uid:
+            continue
+        if ev.self_update:
+            s = Strategy.AFTER_BACKOFF  # the pod's own spec changed (the queue's update())
+        else:
+            s = worth_requeuing(events_map, qpi, ev.event, ev.old, ev.new, observe)
+        if s == Strategy.IMMEDIATELY:
+            return s
+        if s == Strategy.AFTER_BACKOFF:
+            strategy = s
+            if not qpi.pending_plugins:
+                return s
+    return strategy

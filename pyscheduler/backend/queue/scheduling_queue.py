@@ -90,6 +90,7 @@ from pyscheduler.backend.queue.hints import (
     gate_allows,
     is_wildcard,
     matching_registrations,
+    strategy_for_in_flight,
     worth_requeuing,
 )
 from pyscheduler.backend.queue.nominator import Nominator
@@ -721,29 +722,11 @@ class SchedulingQueue:
         return any(event.matches(reg) for reg in self._registered)
 
     def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: InFlight | None) -> Strategy:
-        """kube's determineSchedulingHintForInFlightPod: what the events seen while in flight say."""
-        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
-            return Strategy.AFTER_BACKOFF
-        if rec is None:
+        """kube's determineSchedulingHintForInFlightPod (``hints.strategy_for_in_flight``)."""
+        if rec is None and (qpi.unschedulable_plugins or qpi.pending_plugins):
             log.warning("pod %s handed back but not in flight; backing it off", qpi.pod.key)
-            return Strategy.AFTER_BACKOFF
-        strategy = Strategy.SKIP
-        uid = qpi.uid
-        for i in range(rec.start - self._events_base, len(self._events)):
-            ev = self._events[i]
-            if ev.target is not None and ev.target != uid:
-                continue
-            if ev.self_update:
-                s = Strategy.AFTER_BACKOFF  # the pod's own spec changed (see update())
-            else:
-                s = worth_requeuing(self._events_map, qpi, ev.event, ev.old, ev.new, self._on_hint)
-            if s == Strategy.IMMEDIATELY:
-                return s
-            if s == Strategy.AFTER_BACKOFF:
-                strategy = s
-                if not qpi.pending_plugins:
-                    return s
-        return strategy
+        seen = self._events[rec.start - self._events_base :] if rec is not None else ()
+        return strategy_for_in_flight(self._events_map, qpi, rec is not None, seen, self._on_hint)
 
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """kube's movePodsToActiveOrBackoffQueue."""
