@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pyscheduler.backend.queue.records import QueuedPodInfo, event_label
@@ -123,17 +123,11 @@ def worth_requeuing(
 def strategy_for_in_flight(
     events_map: EventsMap,
     qpi: QueuedPodInfo,
-    in_flight: bool,
-    events: Sequence[RecordedEvent],
+    events: Iterable[RecordedEvent],
     observe: HintObserver | None = None,
 ) -> Strategy:
-    """kube's determineSchedulingHintForInFlightPod: what ``events``, those recorded while the pod was in
-    flight, say about requeuing it now that its attempt failed. A pod no plugin rejected backs off; so
-    does one the queue did not know to be in flight (``in_flight`` False)."""
-    if not qpi.unschedulable_plugins and not qpi.pending_plugins:
-        return Strategy.AFTER_BACKOFF
-    if not in_flight:
-        return Strategy.AFTER_BACKOFF
+    """The loop of kube's determineSchedulingHintForInFlightPod: what ``events``, those recorded while
+    the pod was in flight, say about requeuing a pod some plugin rejected, now that its attempt failed."""
     strategy = Strategy.SKIP
     uid = qpi.uid
     for ev in events:

@@ -722,11 +722,15 @@ class SchedulingQueue:
         return any(event.matches(reg) for reg in self._registered)
 
     def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: InFlight | None) -> Strategy:
-        """kube's determineSchedulingHintForInFlightPod (``hints.strategy_for_in_flight``)."""
-        if rec is None and (qpi.unschedulable_plugins or qpi.pending_plugins):
+        """kube's determineSchedulingHintForInFlightPod: what the events seen while in flight say
+        (``hints.strategy_for_in_flight``)."""
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            return Strategy.AFTER_BACKOFF
+        if rec is None:
             log.warning("pod %s handed back but not in flight; backing it off", qpi.pod.key)
-        seen = self._events[rec.start - self._events_base :] if rec is not None else ()
-        return strategy_for_in_flight(self._events_map, qpi, rec is not None, seen, self._on_hint)
+            return Strategy.AFTER_BACKOFF
+        seen = itertools.islice(self._events, rec.start - self._events_base, None)
+        return strategy_for_in_flight(self._events_map, qpi, seen, self._on_hint)
 
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """kube's movePodsToActiveOrBackoffQueue."""
