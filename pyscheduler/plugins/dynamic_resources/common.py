@@ -5,9 +5,9 @@ ResourceSlices (parsed once per resourceVersion, not once per cycle)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -25,6 +25,8 @@ from pyscheduler.plugins.dynamic_resources.allocator import Allocator
 from pyscheduler.plugins.dynamic_resources.extended import ExtendedClaim
 
 log = structlog.get_logger("pyscheduler.plugins.dynamic_resources")
+
+T = TypeVar("T")
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -98,6 +100,17 @@ class State:
         return [i for i, c in enumerate(self.claims) if not c.allocated]
 
 
+def _parsed(
+    from_dict: Callable[[dict[str, Any]], T], obj: Mapping[str, Any], warning: str, **where: str
+) -> T | None:
+    """``from_dict`` of a stored object, or None with ``warning`` logged when it is malformed."""
+    try:
+        return from_dict(dict(obj))
+    except MalformedObject as e:
+        log.warning(warning, error=str(e), **where)
+        return None
+
+
 class Resources:
     """DeviceClasses and ResourceSlices from the object store, parsed once per (name, resourceVersion).
     A malformed object is logged once and left out (a slice) or treated as missing (a class)."""
@@ -122,12 +135,9 @@ class Resources:
             hit = self._classes.get(name)
         if hit is not None and hit[0] == version:
             return hit[1]
-        parsed: DeviceClass | None
-        try:
-            parsed = DeviceClass.from_dict(dict(obj))
-        except MalformedObject as e:
-            log.warning("malformed DeviceClass treated as missing", device_class=name, error=str(e))
-            parsed = None
+        parsed = _parsed(
+            DeviceClass.from_dict, obj, "malformed DeviceClass treated as missing", device_class=name
+        )
         with self._lock:
             self._classes[name] = (version, parsed)
         return parsed
@@ -144,12 +154,9 @@ class Resources:
                 seen.add(name)
                 hit = cache.get(name)
                 if hit is None or (hit[2] is not obj and hit[0] != self._version(obj)):
-                    parsed: ResourceSlice | None
-                    try:
-                        parsed = ResourceSlice.from_dict(dict(obj))
-                    except MalformedObject as e:
-                        log.warning("malformed ResourceSlice left out", resource_slice=name, error=str(e))
-                        parsed = None
+                    parsed = _parsed(
+                        ResourceSlice.from_dict, obj, "malformed ResourceSlice left out", resource_slice=name
+                    )
                     hit = (self._version(obj), parsed, obj)
                     cache[name] = hit
                 elif hit[2] is not obj:
