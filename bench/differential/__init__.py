@@ -50,7 +50,7 @@ the message): the way to check a new scenario before comparing.
 
 The run prints one line per scenario, then ``agreement: feasibility A/N, placement B/N`` and
 ``messages: C/M``, writes every disagreement (with the in-memory scores) to
-bench/results/differential-<UTC date>.json, and exits 1 if feasibility disagrees anywhere (2 if a
+bench/results/differential-<UTC date>.json (``...-subset.json`` for a ``--scenario`` run), and exits 1 if feasibility disagrees anywhere (2 if a
 scenario could not be run).
 
 The package: ``common`` (names, timeouts, kinds), ``records`` (outcomes, results, the JSON report),

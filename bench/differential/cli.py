@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output",
         type=Path,
         default=None,
-        help="where to write the JSON report (default bench/results/differential-<UTC date>.json)",
+        help="where to write the JSON report (default bench/results/differential-<UTC date>.json; "
+        "with --scenario, differential-<UTC date>-subset.json)",
     )
     ap.add_argument(
         "--keep-logs", action="store_true", help="keep scheduler logs (their directory is printed)"
@@ -79,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if report.errors else 0
     for line in report.summary_lines():
         print(line)
-    path = write_report(report, args.output)
+    path = write_report(report, args.output, subset=bool(names))
     print(f"details: {path}  ({report.seconds:.0f}s)")
     for failed in report.errors:
         print(f"scenario {failed.name} could not be run: {failed.error.splitlines()[0]}", file=sys.stderr)

@@ -153,9 +153,16 @@ def run_differential(
         return d.run(scenarios, out)
 
 
-def write_report(report: Report, path: Path | None = None) -> Path:
+def default_report_path(subset: bool, now: dt.datetime | None = None) -> Path:
+    """The day's full run is ``differential-<UTC date>.json``; a run of chosen scenarios writes
+    ``differential-<UTC date>-subset.json``, so it never replaces the full run's file."""
+    day = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d")
+    return RESULTS_DIR / f"differential-{day}{'-subset' if subset else ''}.json"
+
+
+def write_report(report: Report, path: Path | None = None, *, subset: bool = False) -> Path:
     if path is None:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        path = RESULTS_DIR / f"differential-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d')}.json"
+        path = default_report_path(subset)
     path.write_text(json.dumps(report.to_json(), indent=1) + "\n")
     return path
