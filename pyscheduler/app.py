@@ -517,7 +517,10 @@ def build_app(
     if recorder is None:
         from pyscheduler.client.events import EventRecorder
 
-        recorder = EventRecorder(api, reporting_controller="py-scheduler")
+        # events get a rate limiter of their own, as kube-scheduler gives them their own client: a flood
+        # of events must not delay binds and status writes, nor wait behind them (client/events.py)
+        own = getattr(api, "with_own_rate_limiter", None)
+        recorder = EventRecorder(own() if own else api, reporting_controller="py-scheduler")
     if writer is None:
         from pyscheduler.client.writer import AsyncWriter
 

@@ -3,11 +3,18 @@
 Design
 ------
 kube-scheduler records ``Scheduled``, ``FailedScheduling``, ``Preempted``, ... through client-go's
-events library. Here ``event()`` only formats the body (cheap) and puts it on a bounded queue; one
-daemon thread posts the bodies with ``Api.create_event`` (which retries transient errors). The
+events library. Here ``event()`` only formats the body (cheap) and puts it on a bounded queue; four
+daemon threads post the bodies with ``Api.create_event`` (which retries transient errors). The
 caller never blocks: when the queue is full the event is dropped and counted (``dropped``), as
 client-go's broadcaster drops events when its channel is full. Failed posts are logged and counted
 (``failed``).
+
+The queue holds ``QUEUE_SIZE`` (1,000) events, client-go's ``maxQueuedEvents``, and the daemon hands
+the recorder a client with a rate limiter of its own (kube-scheduler's separate event client). Both
+bound how late an event can be: a flood (pods retried every few hundred milliseconds while their
+namespace is torn down, each event refused with 403) once filled a 10,000-event queue behind the
+shared 50-QPS limiter, and a new pod's first ``FailedScheduling`` in another namespace was posted
+minutes late (the conformance specs that wait for it timed out).
 
 The body is what client-go's events recorder writes: ``regarding`` the pod (kind, namespace, name,
 uid, apiVersion v1), ``eventTime`` as MicroTime (``2026-01-01T00:00:00.000000Z``), ``type``
@@ -50,6 +57,9 @@ NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
 SERIES_FINISH: Final = 6 * 60.0  # client-go's finishTime: a series ends 6 minutes after its last event
 SERIES_REFRESH: Final = 30 * 60.0  # client-go's refreshTime: a running series is written every 30 minutes
+
+
+QUEUE_SIZE: Final = 1000  # client-go's maxQueuedEvents: beyond it, events are dropped
 
 
 class EventSink(Protocol):
@@ -151,7 +161,7 @@ class EventRecorder:
         reporting_controller: str = "py-scheduler",
         reporting_instance: str | None = None,
         *,
-        queue_size: int = 10000,
+        queue_size: int = QUEUE_SIZE,
         workers: int = 4,
         clock: Clock | None = None,
     ) -> None:

@@ -348,3 +348,27 @@ def test_an_unchanged_nomination_requeues_nobody(app: App) -> None:
     h.on_add(nominee)
     h.on_update(nominee, dataclasses.replace(nominee, labels={"a": "b"}))
     assert app.queue.pending_pods()["unschedulable"] == 1
+
+
+def test_events_have_a_rate_limiter_of_their_own() -> None:
+    """kube-scheduler posts events through a client of its own: a flood of events (a namespace being torn
+    down refuses each with 403) must not queue binds and status writes behind it, nor wait behind them."""
+    from kubernetes import client as k8s_client
+
+    from pyscheduler.client.api import Api
+
+    reg = full_registry()
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
+        reg,
+        lambda n: plugin_extension_points(reg[n]),
+    )
+    api = Api(k8s_client.Configuration(host="https://api.example:6443"), qps=1, burst=1, pool=object())
+    app = build_app(cfg, reg, api, writer=Writer())
+    try:
+        assert api.limiter.reserve() == 0  # the daemon's one token: its next request would wait a second
+        assert api.limiter.reserve() > 0.5
+        events_api = app.recorder.api
+        assert events_api.limiter.reserve() == 0, "an event would wait behind the daemon's own requests"
+    finally:
+        app.recorder.stop(timeout=1.0)

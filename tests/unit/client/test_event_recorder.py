@@ -126,6 +126,27 @@ def test_recorder_never_blocks_and_drops_when_full() -> None:
     assert not rec.event(POD, "Normal", "Scheduled", "Binding", "late")
 
 
+def test_a_flood_delays_a_later_event_by_at_most_client_gos_queue() -> None:
+    """A flood of events (pods retried while their namespace is torn down) keeps at most 1,000 queued, as
+    client-go's broadcaster does, so another pod's first FailedScheduling is posted after at most that
+    many, not after the whole flood (a 10,000-event queue once made it minutes late)."""
+    sink = SlowSink()  # gate closed: the posters are stuck
+    rec = EventRecorder(sink, clock=FixedClock())
+    try:
+        flood = [Pod(uid=f"u{i}", namespace="gone", name=f"p-{i}") for i in range(3000)]
+        for p in flood:
+            rec.event(p, "Warning", "FailedScheduling", "Scheduling", "0/4 nodes are available")
+        assert rec.dropped >= 3000 - 1000 - 4  # 4 posters hold one each
+        sink.gate.set()
+        assert rec.flush(10)
+        late = Pod(uid="late", namespace="team-b", name="new")
+        assert rec.event(late, "Warning", "FailedScheduling", "Scheduling", "0/4 nodes are available")
+        assert rec.flush(5)
+        assert sink.bodies[-1]["regarding"]["uid"] == "late" and len(sink.bodies) <= 1000 + 4 + 1
+    finally:
+        rec.stop()
+
+
 def test_recorder_counts_failures() -> None:
     sink = SlowSink()
     sink.gate.set()
