@@ -301,33 +301,35 @@ class EventRecorder:
 
     def _run(self) -> None:
         while True:
-            body = self._queue.get()
-            if body is None:
+            job = self._queue.get()
+            if job is None:
                 return
             ok = False
             try:
-                series = body.get("_series")
-                if series is None:
-                    self.api.create_event(body)
-                else:
-                    self._write_series(body["_event"], series)
-                ok = True
-            except ApiError as e:
-                if e.is_already_exists() and (e.attempts > 1 or self._in_series(body)):
-                    # an earlier attempt created it, only its answer was lost (make chaos: api-lost-response);
-                    # or the series patch of its second occurrence overtook it and created it
-                    ok = True
-                    continue
-                log.warning(
-                    "posting event failed",
-                    event_name=_name(body),
-                    reason=body["reason"],
-                    error=str(e),
-                )
-            except Exception as e:
-                log.exception("posting event failed", event_name=_name(body), error=repr(e))
+                ok = self._post(job)
+            except Exception as e:  # never let one job end the thread: the recorder would go silent
+                log.exception("posting event failed", event_name=_name(job), error=repr(e))
             finally:
                 self._done(ok)
+
+    def _post(self, job: JSON) -> bool:
+        """Write one job (a new event or a series patch); False if the API server refused it (logged)."""
+        try:
+            series = job.get("_series")
+            if series is None:
+                self.api.create_event(job)
+            else:
+                self._write_series(job["_event"], series)
+            return True
+        except ApiError as e:
+            if e.is_already_exists() and (e.attempts > 1 or self._in_series(job)):
+                # an earlier attempt created it, only its answer was lost (make chaos: api-lost-response);
+                # or the series patch of its second occurrence overtook it and created it
+                return True
+            log.warning(
+                "posting event failed", event_name=_name(job), reason=_event(job)["reason"], error=str(e)
+            )
+            return False
 
     def _in_series(self, body: JSON) -> bool:
         with self._cond:
@@ -354,5 +356,10 @@ def _patch_job(seen: _Seen) -> JSON:
     return {"_event": seen.body, "_series": seen.series()}
 
 
+def _event(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event a job writes: the body itself, or the event a series patch is about."""
+    return job.get("_event") or job
+
+
 def _name(job: Mapping[str, Any]) -> str:
-    return str((job.get("_event") or job)["metadata"]["name"])
+    return str(_event(job)["metadata"]["name"])

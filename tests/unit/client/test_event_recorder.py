@@ -147,6 +147,46 @@ def test_a_flood_delays_a_later_event_by_at_most_client_gos_queue() -> None:
         rec.stop()
 
 
+class TerminatingNamespaceSink:
+    """The API server while namespace ``gone`` is deleted: every write there is refused with 403."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def _refuse(self, namespace: str) -> None:
+        if namespace == "gone":
+            raise ApiError(403, "Forbidden", "namespace gone is being terminated", "POST", "/events")
+
+    def create_event(self, body: Any) -> dict[str, Any]:
+        self._refuse(body["metadata"]["namespace"])
+        self.bodies.append(dict(body))
+        return dict(body)
+
+    def patch_event_series(self, namespace: str, name: str, series: Any) -> dict[str, Any]:
+        self._refuse(namespace)
+        return {}
+
+
+def test_refused_series_writes_do_not_silence_the_recorder() -> None:
+    """A pod failing twice in a namespace being deleted makes a series patch the API server refuses. Each
+    such refusal once ended a posting thread (its log line read a field series jobs lack); after four, no
+    event was ever posted again, and the conformance specs waiting for a FailedScheduling timed out."""
+    sink = TerminatingNamespaceSink()
+    rec = EventRecorder(sink, workers=4, clock=FixedClock())
+    try:
+        for i in range(8):  # twice each: the second occurrence is a series patch
+            pod = Pod(uid=f"g{i}", namespace="gone", name=f"p-{i}")
+            rec.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/4 nodes are available")
+            rec.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/4 nodes are available")
+        assert rec.flush(5)
+        assert rec.failed == 16 and rec.posted == 0
+        assert rec.event(POD, "Warning", "FailedScheduling", "Scheduling", "0/4 nodes are available")
+        assert rec.flush(5), "the recorder's threads are gone"
+        assert [b["regarding"]["name"] for b in sink.bodies] == ["web-1"]
+    finally:
+        rec.stop()
+
+
 def test_recorder_counts_failures() -> None:
     sink = SlowSink()
     sink.gate.set()
