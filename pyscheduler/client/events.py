@@ -11,10 +11,11 @@ client-go's broadcaster drops events when its channel is full. Failed posts are 
 
 The queue holds ``QUEUE_SIZE`` (1,000) events, client-go's ``maxQueuedEvents``, and the daemon hands
 the recorder a client with a rate limiter of its own (kube-scheduler's separate event client). Both
-bound how late an event can be: a flood (pods retried every few hundred milliseconds while their
-namespace is torn down, each event refused with 403) once filled a 10,000-event queue behind the
-shared 50-QPS limiter, and a new pod's first ``FailedScheduling`` in another namespace was posted
-minutes late (the conformance specs that wait for it timed out).
+bound how late an event can be: in a conformance run, ~1,200 events about pods retried while their
+namespace was torn down (each refused with 403) were still draining 50 s after the last attempt,
+through the 50-QPS limiter binds and status writes also took tokens from. No job can end a posting
+thread: a refused series write once did (its log line read a field series jobs lack), and after four
+the recorder went silent for good.
 
 The body is what client-go's events recorder writes: ``regarding`` the pod (kind, namespace, name,
 uid, apiVersion v1), ``eventTime`` as MicroTime (``2026-01-01T00:00:00.000000Z``), ``type``
