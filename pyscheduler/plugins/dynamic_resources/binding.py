@@ -8,7 +8,9 @@
 - PreBind writes ``status.allocation`` (with kube's finalizer first) and adds the pod to
   ``status.reservedFor`` (retried on conflict by the claim writer), assumes the stored claim in the cache
   and only then drops the in-flight allocation. With binding conditions on a device it then waits, up to
-  ``bindingTimeout``, for them to become true (kube polls every 5 s).
+  ``bindingTimeout``, for them to become true (kube polls every 5 s). Binding threads write one claim
+  one at a time, each from the newest copy in the claim cache (pods sharing a claim would otherwise
+  start from the copies their cycles saw and all but the first get a 409 and write again).
 """
 
 from __future__ import annotations
