@@ -65,6 +65,11 @@ def _add_shares(claim: ResourceClaim, into: dict[DeviceID, dict[str, Fraction]])
             per[name] = per.get(name, Fraction(0)) + v
 
 
+def _has_shares(claim: ResourceClaim) -> bool:
+    """Whether ``_add_shares`` would count anything of the claim."""
+    return any(r.share_id and not r.admin_access for r in claim.results)
+
+
 class ClaimTracker:
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -73,6 +78,9 @@ class ClaimTracker:
         # device -> number of stored claims (latest copies) allocating it; >1 never happens in a
         # consistent cluster, but counting keeps removal exact if it does.
         self._allocated: dict[DeviceID, int] = {}
+        # the stored claims (latest copies) holding a share of a device, by key: allocated_capacity runs
+        # at every DRA PreFilter and need not look at the thousands of claims that hold none
+        self._sharing: dict[str, ResourceClaim] = {}
         self._listeners: list[Callable[[ResourceClaim | None, ResourceClaim | None], None]] = []
 
     # ---------------------------------------------------------------------------------- listeners
@@ -105,6 +113,10 @@ class ClaimTracker:
         self._count(old, -1)
         self._count(new, +1)
         self._claims[key] = _Entry(latest=new, api=api)
+        if _has_shares(new):
+            self._sharing[key] = new
+        elif old is not None:
+            self._sharing.pop(key, None)
         return old
 
     # ---------------------------------------------------------------------------------- watch
@@ -134,6 +146,7 @@ class ClaimTracker:
             if entry is None:
                 return
             self._count(entry.latest, -1)
+            self._sharing.pop(claim.key, None)
         self._emit(entry.latest, None)
 
     # ---------------------------------------------------------------------------------- assume
@@ -200,8 +213,8 @@ class ClaimTracker:
         (stored claims and in-flight allocations; kube's AggregatedCapacity)."""
         out: dict[DeviceID, dict[str, Fraction]] = {}
         with self._lock:
-            for e in self._claims.values():
-                _add_shares(e.latest, out)
+            for claim in self._sharing.values():
+                _add_shares(claim, out)
             for f in self._in_flight.values():
                 if self._claims.get(f.claim.key) is None or not self._claims[f.claim.key].latest.allocated:
                     _add_shares(f.claim, out)

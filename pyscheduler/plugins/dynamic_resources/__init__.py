@@ -20,7 +20,10 @@ Extension points (kube's order and words):
   failed or timed out), else "resourceclaim not available on the node"; the unallocated claims must all
   be allocatable from the devices the node can reach, else "cannot allocate all claims" (or "invalid
   resource pools were encountered"). A bad CEL selector is an Error. The search per node is limited by
-  ``filterTimeout`` (an Error: "node N: timed out trying to allocate devices").
+  ``filterTimeout`` (an Error: "node N: timed out trying to allocate devices"). The framework calls it
+  batched (``filter_nodes``); for a pod whose claims are all allocated PreFilter has worked out where
+  they are usable (the node names of a by-name selector, whether binding conditions need asking), so
+  each node is a set lookup and every rejection one shared Status.
 - PostFilter (before DefaultPreemption): deallocates one allocated claim that was not available on some
   node and that no other pod uses ("deallocation of ResourceClaim completed"); else "still not
   schedulable", or "no new claims to deallocate" for a pod without claims.

@@ -8,7 +8,9 @@
 - PreBind writes ``status.allocation`` (with kube's finalizer first) and adds the pod to
   ``status.reservedFor`` (retried on conflict by the claim writer), assumes the stored claim in the cache
   and only then drops the in-flight allocation. With binding conditions on a device it then waits, up to
-  ``bindingTimeout``, for them to become true (kube polls every 5 s).
+  ``bindingTimeout``, for them to become true (kube polls every 5 s). Binding threads write one claim
+  one at a time, each from the newest copy in the claim cache (pods sharing a claim would otherwise
+  start from the copies their cycles saw and all but the first get a 409 and write again).
 """
 
 from __future__ import annotations
@@ -190,9 +192,9 @@ class Binding(PluginBase):
         try:
             if writer is None:
                 raise BindError("no API client to write ResourceClaims with")
-            stored = writer.reserve(
-                claim.raw, allocation, {"resource": "pods", "name": pod.name, "uid": pod.uid}
-            )
+            consumer = {"resource": "pods", "name": pod.name, "uid": pod.uid}
+            with self.claim_writes.hold(claim.meta.uid):
+                stored = writer.reserve(self._latest(claim).raw, allocation, consumer)
             try:
                 updated = ResourceClaim.from_dict(stored)
             except MalformedObject as e:
@@ -206,6 +208,14 @@ class Binding(PluginBase):
         finally:
             if allocation is not None:
                 self.deps.claims.remove_pending_allocation(claim.meta.uid, force=force)
+
+    def _latest(self, claim: ResourceClaim) -> ResourceClaim:
+        """The newest copy of ``claim`` the cache has (another pod's PreBind may have written and assumed
+        it since this pod's PreFilter): the write starts from it, not from a copy the API server would
+        answer with 409. The writer still re-reads and retries on a conflict, so a copy that is not the
+        server's latest after all only costs that round trip."""
+        latest = self.deps.claims.get(claim.meta.namespace, claim.meta.name)
+        return latest if latest is not None and latest.meta.uid == claim.meta.uid else claim
 
     def _wait_for_binding_conditions(self, s: State, pod: Pod, node_name: str) -> Status | None:
         if not any(

@@ -64,6 +64,27 @@ def with_allocation(claim: ResourceClaim, allocation: Mapping[str, Any]) -> Reso
     return ResourceClaim.from_dict(raw)
 
 
+def node_names(selector: NodeSelector) -> frozenset[str] | None:
+    """The nodes ``selector`` matches when it matches by node name only (each term: matchFields
+    ``metadata.name In``, no label expressions), else None. A term without requirements matches no
+    node (NodeSelectorTerm.matches), so it adds no name."""
+    names: set[str] = set()
+    for term in selector.terms:
+        if term.expressions or any(r.operator != "In" for r in term.fields):
+            return None
+        if not term.fields:
+            continue
+        allowed = frozenset.intersection(*(r.values for r in term.fields))
+        names.update(allowed)
+    return frozenset(names)
+
+
+def has_binding_conditions(claim: ResourceClaim) -> bool:
+    """Whether a device of the claim's allocation has binding conditions (DRADeviceBindingConditions)."""
+    allocation = claim.allocation or {}
+    return any(r.get("bindingConditions") for r in (allocation.get("devices") or {}).get("results") or ())
+
+
 def kobj(claim: ResourceClaim) -> str:
     """klog.KObj's form: namespace/name."""
     return claim.key
@@ -71,10 +92,17 @@ def kobj(claim: ResourceClaim) -> str:
 
 @dataclass(slots=True)
 class ClaimInfo:
-    """Per claim of the pod: where an allocated claim is usable, and the allocation Reserve made."""
+    """Per claim of the pod: where an allocated claim is usable, and the allocation Reserve made.
+
+    For an allocated claim PreFilter also works out what Filter asks of every node: ``available_names``
+    when the allocation's node selector only names nodes (what the allocator writes for a node's own
+    devices: matchFields metadata.name In [node]), so the check is a set lookup; ``binding_checks`` when
+    a device of the allocation has binding conditions (only then can the claim's binding have failed)."""
 
     available_on: NodeSelector | None = None
     allocation: dict[str, Any] | None = None
+    available_names: frozenset[str] | None = None
+    binding_checks: bool = False
 
 
 @dataclass
@@ -92,6 +120,8 @@ class State:
     ext: ExtendedClaim | None = None
     ext_allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
     ext_allocation: dict[str, Any] | None = None  # Reserve's choice
+    # every claim allocated and no extended resources: Filter only checks where the claims are usable
+    allocated_only: bool = False
 
     def clone(self) -> State:
         return self

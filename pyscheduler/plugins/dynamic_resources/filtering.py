@@ -32,12 +32,19 @@ from pyscheduler.plugins.dynamic_resources.common import (
     ClaimInfo,
     State,
     can_be_reserved,
+    has_binding_conditions,
     kobj,
     log,
+    node_names,
     reserved_for_pod,
 )
 from pyscheduler.plugins.dynamic_resources.extended import ExtendedClaim
 from pyscheduler.plugins.dynamic_resources.plugin_base import PluginBase
+
+# Filter's verdicts that carry no per-node detail: one object each, shared by every node they reject
+_NOT_AVAILABLE = Status.unresolvable(ERR_NOT_AVAILABLE, plugin=NAME)
+_CANNOT_ALLOCATE = Status.unresolvable(ERR_CANNOT_ALLOCATE, plugin=NAME)
+_NODE_NOT_FOUND = Status.as_error("node not found", plugin=NAME)
 
 
 class Filtering(PluginBase):
@@ -72,14 +79,15 @@ class Filtering(PluginBase):
             if claim.allocated and not can_be_reserved(claim) and not reserved_for_pod(pod, claim):
                 return None, Status.unresolvable(ERR_CLAIM_IN_USE, plugin=NAME)
             if claim.allocated:
+                info = s.infos[i]
                 selector = (claim.allocation or {}).get("nodeSelector")
                 if selector is not None:
                     try:
-                        s.infos[i].available_on = NodeSelector.parse(
-                            selector, "status.allocation.nodeSelector"
-                        )
+                        info.available_on = NodeSelector.parse(selector, "status.allocation.nodeSelector")
                     except SelectorError as e:
                         return None, Status.as_error(str(e), plugin=NAME)
+                    info.available_names = node_names(info.available_on)
+                info.binding_checks = has_binding_conditions(claim)
                 continue
             to_allocate += 1
             if self.deps.claims.pending_allocation(claim.meta.uid) is not None:
@@ -101,6 +109,7 @@ class Filtering(PluginBase):
                 selector_results=self.selector_results,
             )
         s.claims = claims
+        s.allocated_only = not to_allocate and s.ext is None
         return None, None
 
     def _extended_claim(self, pod: Pod) -> ExtendedClaim | None:
@@ -137,7 +146,7 @@ class Filtering(PluginBase):
             return None
         node = node_info.node
         if node is None:
-            return Status.as_error("node not found", plugin=NAME)
+            return _NODE_NOT_FOUND
         st, ext_claim = self._filter_extended(s, pod, node_info, node.name)
         if st is not None or (ext_claim is None and not s.claims):
             return st
@@ -156,11 +165,11 @@ class Filtering(PluginBase):
             except AllocationError as e:
                 return Status.as_error(str(e), plugin=NAME)
             if allocations is None or len(allocations) != len(todo):
-                return Status.unresolvable(ERR_CANNOT_ALLOCATE, plugin=NAME)
+                return _CANNOT_ALLOCATE
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
-            return Status.unresolvable(ERR_NOT_AVAILABLE, plugin=NAME)
+            return _NOT_AVAILABLE
         if allocations is not None:
             with s.lock:
                 if ext_claim is not None:
@@ -169,14 +178,55 @@ class Filtering(PluginBase):
                 s.node_allocations[node.name] = allocations
         return None
 
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """``filter`` for many nodes. A pod whose claims are all allocated (most pods sharing a claim)
+        only needs each node checked against where the claims are usable, as PreFilter worked it out:
+        a set lookup per node for the usual node-name selector, one shared status for every rejection."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, State) or not s.allocated_only or not s.claims:
+            f = self.filter
+            return [f(state, pod, ni) for ni in nodes]
+        infos = s.infos
+        out: list[Status | None]
+        if len(infos) == 1 and infos[0].available_names is not None and not infos[0].binding_checks:
+            names = infos[0].available_names
+            out = [
+                _NODE_NOT_FOUND if (n := ni.node) is None else None if n.name in names else _NOT_AVAILABLE
+                for ni in nodes
+            ]
+            if 0 not in s.unavailable and any(x is _NOT_AVAILABLE for x in out):
+                with s.lock:
+                    s.unavailable.add(0)
+            return out
+        out = []
+        seen: set[int] = set()
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                out.append(_NODE_NOT_FOUND)
+                continue
+            unavailable = self._unavailable_claims(s, node.labels, node.name)
+            if unavailable:
+                seen.update(unavailable)
+                out.append(_NOT_AVAILABLE)
+            else:
+                out.append(None)
+        if seen and not seen <= s.unavailable:
+            with s.lock:
+                s.unavailable.update(seen)
+        return out
+
     def _unavailable_claims(self, s: State, labels: Mapping[str, str], node_name: str) -> list[int]:
         """The allocated claims not usable on the node (allocation's node selector, binding failed)."""
         out = []
-        for i, claim in enumerate(s.claims):
-            selector = s.infos[i].available_on
-            if (selector is not None and not selector.matches(labels, node_name)) or (
-                claim.allocated and self.claim_binding_failed(claim)
-            ):
+        for i, info in enumerate(s.infos):
+            names = info.available_names
+            if names is not None:
+                usable = node_name in names
+            else:
+                selector = info.available_on
+                usable = selector is None or selector.matches(labels, node_name)
+            if not usable or (info.binding_checks and self.claim_binding_failed(s.claims[i])):
                 out.append(i)
         return out
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +43,36 @@ def _gate(handle: Handle, name: str) -> bool:
     return bool(gates.get(name, True)) if isinstance(gates, Mapping) else True
 
 
+class ClaimWriteLocks:
+    """One lock per claim (by uid) while PreBind threads write it, dropped when no thread holds or
+    waits for it. Pods sharing a claim are bound by concurrent threads: each would start from the copy
+    its cycle saw, so all but the first got a 409 and re-read the claim before writing again."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}
+
+    @contextmanager
+    def hold(self, uid: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.get(uid)
+            if entry is None:
+                entry = self._locks[uid] = (threading.Lock(), [0])
+            entry[1][0] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1][0] -= 1
+                if not entry[1][0]:
+                    del self._locks[uid]
+
+    def __len__(self) -> int:
+        with self._guard:
+            return len(self._locks)
+
+
 class PluginBase:
     name = "DynamicResources"
 
@@ -57,6 +89,8 @@ class PluginBase:
         self.filter_timeout = args.filter_timeout_seconds
         self.binding_timeout = args.binding_timeout_seconds
         self.extended_resources = _gate(handle, "DRAExtendedResource")
+        # PreBind's status writes, one claim at a time (binding.Binding.claim_write)
+        self.claim_writes = ClaimWriteLocks()
 
     def slice_index(self, slices: list[ResourceSlice]) -> SliceIndex:
         """The SliceIndex of ``slices``: the last one while the slices are the same parsed objects."""

@@ -75,8 +75,9 @@ class Scoring(PluginBase):
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[ScoreValues, Status | None]:
         s = state.get(STATE_KEY)
-        if isinstance(s, State) and not s.claims:
-            return np.zeros(len(nodes), dtype=np.int64), None  # nearly every pod: no claims, all zero
+        if isinstance(s, State) and not any(req.first_available for c in s.claims for req in c.requests):
+            # nearly every pod: no claims, or none with firstAvailable requests (only those score)
+            return np.zeros(len(nodes), dtype=np.int64), None
         out: list[int] = []
         for ni in nodes:
             v, st = self.score(state, pod, ni)

@@ -117,13 +117,20 @@ class World:
     def node_info(self, name: str) -> Any:
         return make_node_info(next(n for n in self.nodes if n.name == name))
 
-    def cycle(self, pod: Pod) -> tuple[CycleState, Status | None, dict[str, Status | None]]:
-        """PreFilter, then Filter on every node."""
+    def cycle(
+        self, pod: Pod, batch: bool = False
+    ) -> tuple[CycleState, Status | None, dict[str, Status | None]]:
+        """PreFilter, then Filter on every node (``batch``: all nodes in one ``filter_nodes`` call, as
+        the framework calls it)."""
         state = CycleState()
         _, st = self.plugin.pre_filter(state, pod, [])
         if st is not None and not st.is_success():
             return state, st, {}
-        return state, st, {n.name: self.plugin.filter(state, pod, self.node_info(n.name)) for n in self.nodes}
+        infos = [self.node_info(n.name) for n in self.nodes]
+        if batch:
+            verdicts = self.plugin.filter_nodes(state, pod, infos)
+            return state, st, dict(zip([ni.name for ni in infos], verdicts, strict=True))
+        return state, st, {ni.name: self.plugin.filter(state, pod, ni) for ni in infos}
 
     def schedule(self, pod: Pod, node: str) -> CycleState:
         """A full successful cycle to ``node``: PreFilter, Filter, Reserve and PreBind."""
@@ -350,9 +357,10 @@ def test_pre_filter_waits_for_an_allocation_in_flight() -> None:
         ),
     ],
 )
-def test_filter(objects: list[JSON], claim: JSON, want: dict[str, Any]) -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["filter", "filter_nodes"])
+def test_filter(objects: list[JSON], claim: JSON, want: dict[str, Any], batch: bool) -> None:
     w = World(CLASS_OBJ, claim, *objects)
-    _, st, verdicts = w.cycle(pod_with("c").obj())
+    _, st, verdicts = w.cycle(pod_with("c").obj(), batch)
     assert st is None
     got = {
         n: (v.code if isinstance(want[n], Code) else reason(v)) if v is not None else None
@@ -477,7 +485,8 @@ def test_an_allocated_claim_is_only_reserved() -> None:
         ),
     ],
 )
-def test_post_filter(reserved: list[JSON], want: str, deallocated: bool) -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["filter", "filter_nodes"])
+def test_post_filter(reserved: list[JSON], want: str, deallocated: bool, batch: bool) -> None:
     w = World(
         CLASS_OBJ,
         gpus("node-1", 1),
@@ -485,7 +494,7 @@ def test_post_filter(reserved: list[JSON], want: str, deallocated: bool) -> None
     )
     w.nodes = [w.nodes[1]]  # only node-2 is left: the claim is not available there
     pod = pod_with("c").obj()
-    state, _, verdicts = w.cycle(pod)
+    state, _, verdicts = w.cycle(pod, batch)
     assert reason(verdicts["node-2"]) == (
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         "resourceclaim not available on the node",
@@ -634,14 +643,15 @@ def _device_status(**conditions: str) -> list[JSON]:
         pytest.param({"attached": "True"}, 601.0, True, id="ready, however long it took"),
     ],
 )
+@pytest.mark.parametrize("batch", [False, True], ids=["filter", "filter_nodes"])
 def test_allocated_claim_with_binding_conditions(
-    conditions: dict[str, str], age: float, available: bool
+    conditions: dict[str, str], age: float, available: bool, batch: bool
 ) -> None:
     clock = FakeClock(wall_start=1_800_000_000.0)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_800_000_000.0 - age))
     status = {"allocation": _bc_alloc(stamp), "devices": _device_status(**conditions)}
     w = World(CLASS_OBJ, gpu_claim("c", status=status), clock=clock)
-    _, _, verdicts = w.cycle(pod_with("c").obj())
+    _, _, verdicts = w.cycle(pod_with("c").obj(), batch)
     want = (
         None
         if available

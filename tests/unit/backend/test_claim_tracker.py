@@ -140,3 +140,24 @@ def test_shares_of_a_device_add_up_capacity_and_do_not_take_the_device() -> None
     assert t.allocated_capacity() == {("d", "p", "g0"): {"memory": Fraction(40 * 2**30)}}
     t.assume(shared("b", "10Gi", rv=2))  # written: the stored copy counts, not the in-flight one too
     assert t.allocated_capacity() == {("d", "p", "g0"): {"memory": Fraction(40 * 2**30)}}
+
+
+def test_capacity_follows_shares_as_claims_change_and_go() -> None:
+    """allocated_capacity keeps only the claims holding a share: a share written, replaced by a plain
+    allocation, restored from the watched copy, and a claim deleted all show at once."""
+    from fractions import Fraction
+
+    g0 = ("d", "p", "g0")
+    t = ClaimTracker()
+    t.on_add(claim("a"))
+    t.on_add(shared("b", "10Gi"))
+    assert t.allocated_capacity() == {g0: {"memory": Fraction(10 * 2**30)}}
+    t.assume(shared("a", "30Gi", rv=2))  # a's own write, before the watch has it
+    assert t.allocated_capacity() == {g0: {"memory": Fraction(40 * 2**30)}}
+    t.restore("ns/a")  # the write failed: the watched copy (no share) again
+    assert t.allocated_capacity() == {g0: {"memory": Fraction(10 * 2**30)}}
+    t.on_update(shared("b", "10Gi"), claim("b", rv=2, devices=["g1"]))  # b now holds g1 whole
+    assert t.allocated_capacity() == {}
+    t.on_update(claim("b", rv=2, devices=["g1"]), shared("b", "5Gi", rv=3))
+    t.on_delete(shared("b", "5Gi", rv=3))
+    assert t.allocated_capacity() == {}
