@@ -50,6 +50,21 @@ class PodInfo:
         return f"PodInfo({self.pod.key})"
 
 
+_NEAR_END = 32
+
+
+def _position(pods: list[PodInfo], pi: PodInfo) -> int:
+    """Where ``pi`` (this very object, known to be there) is in ``pods``. The last few places first: a
+    bind confirmation replaces a pod assumed moments ago, a few binds back at most; then ``list.index``
+    from the front (identity compares at C speed: a pod deleted long after it was added is near the
+    front). A pod on a node with thousands of pods was a Python scan of them all, on every bind."""
+    n = len(pods)
+    for i in range(n - 1, max(n - 1 - _NEAR_END, -1), -1):
+        if pods[i] is pi:
+            return i
+    return pods.index(pi)
+
+
 WILDCARD_IP = "0.0.0.0"
 
 
@@ -115,6 +130,7 @@ class NodeInfo:
     """
 
     __slots__ = (
+        "_by_uid",
         "allocatable",
         "generation",
         "image_states",
@@ -142,6 +158,10 @@ class NodeInfo:
         self.pvc_ref_counts: dict[str, int] = {}
         self.generation = next_generation()
         self.row = -1  # this node's row in its snapshot's NodeTable (framework.node_table); -1: none
+        # uid -> the PodInfo in ``pods``, so that remove_pod need not scan the pods for the uid. Kept by
+        # the NodeInfos the cache owns (built here); clones (snapshot rows, preemption's dry runs) do not
+        # copy it (None), and a NodeInfo given the same uid twice drops it: then remove_pod scans.
+        self._by_uid: dict[str, PodInfo] | None = {}
         if node is not None:
             self.set_node(node)
         for p in pods:
@@ -164,6 +184,12 @@ class NodeInfo:
         pi = p if isinstance(p, PodInfo) else PodInfo(p)
         pod = pi.pod
         self.pods.append(pi)
+        by_uid = self._by_uid
+        if by_uid is not None:
+            if pod.uid in by_uid:
+                self._by_uid = None  # the same uid twice: remove_pod takes the first by scanning
+            else:
+                by_uid[pod.uid] = pi
         if pi.has_affinity:
             self.pods_with_affinity.append(pi)
         if pi.has_required_anti_affinity:
@@ -180,13 +206,25 @@ class NodeInfo:
         return pi
 
     def remove_pod(self, pod: Pod) -> bool:
-        """Remove the pod with this uid; False if it is not here."""
-        for i, pi in enumerate(self.pods):  # noqa: B007 - i and pi are used after the loop
-            if pi.pod.uid == pod.uid:
-                break
+        """Remove the pod with this uid; False if it is not here. The other pods keep their order.
+
+        With the uid index, finding the pod is a dict lookup and its place in ``pods`` an identity
+        search (``_position``); without it (a clone), a scan of the pods for the uid."""
+        pods = self.pods
+        by_uid = self._by_uid
+        if by_uid is not None:
+            found = by_uid.pop(pod.uid, None)
+            if found is None:
+                return False
+            pi = found
+            i = _position(pods, pi)
         else:
-            return False
-        del self.pods[i]
+            for i, pi in enumerate(pods):  # noqa: B007 - i and pi are used after the loop
+                if pi.pod.uid == pod.uid:
+                    break
+            else:
+                return False
+        del pods[i]
         old = pi.pod
         if pi.has_affinity:
             self.pods_with_affinity = [x for x in self.pods_with_affinity if x.pod.uid != old.uid]
@@ -223,6 +261,7 @@ class NodeInfo:
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.generation = self.generation
         c.row = self.row
+        c._by_uid = None  # not copied: a clone's removals scan (see __init__)
         return c
 
     def __repr__(self) -> str:

@@ -3,6 +3,7 @@
     records.py           QueuedPodInfo, the queue names and event labels, is_pod_updated
     heap.py              the uid-addressable heaps behind activeQ and backoffQ
     hints.py             queueing hints: which events may help a parked pod, and how soon to retry it
+    gated.py             the gated pool, indexed by the PreEnqueue plugin that gated each pod
     nominator.py         pods nominated to a node by preemption, counted there by Filter
     scheduling_queue.py  SchedulingQueue: the pools, the state machine of one pod (drawn in its docstring),
                          in-flight event recording, backoff

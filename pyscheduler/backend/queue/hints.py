@@ -60,15 +60,40 @@ def is_wildcard(event: ClusterEvent) -> bool:
     return event.resource == Resource.WILDCARD and event.action == Action.ALL
 
 
-def gate_allows(events_map: EventsMap, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-    """A gated pod is reconsidered only for events its gating plugin registered."""
-    regs = events_map.get(qpi.gating_plugin, ())
-    return any(event.matches(reg.event) for reg in regs)
-
-
 def matching_registrations(events_map: EventsMap, event: ClusterEvent) -> EventsMap:
-    """Each plugin's registrations this (non-wildcard) event matches, in registration order."""
-    return {p: [r for r in regs if event.matches(r.event)] for p, regs in events_map.items()}
+    """Each plugin's registrations this event matches, in registration order."""
+    return {p: tuple(r for r in regs if event.matches(r.event)) for p, regs in events_map.items()}
+
+
+class EventMatcher:
+    """``matching_registrations`` and the plugins it names, worked out once per distinct event.
+
+    The informers build a new ``ClusterEvent`` for every change, but there are few distinct ones (a
+    resource, an action, a label); matching one against every registration (enum flag arithmetic per
+    registration) on every bind and delete cost more than the move itself. The events map is fixed for
+    the queue's life, so the answer for an event never changes.
+    """
+
+    MAX_EVENTS = 4096  # distinct events remembered (a node update's action is a combination of flags)
+
+    __slots__ = ("_cache", "_events_map")
+
+    def __init__(self, events_map: EventsMap) -> None:
+        self._events_map = events_map
+        self._cache: dict[ClusterEvent, tuple[EventsMap, frozenset[str]]] = {}
+
+    def match(self, event: ClusterEvent) -> tuple[EventsMap, frozenset[str]]:
+        """(each plugin's registrations ``event`` matches, the plugins with at least one). For a
+        wildcard event those are the plugins that registered a wildcard: the only gating plugins such an
+        event may move a gated pod for."""
+        hit = self._cache.get(event)
+        if hit is None:
+            matching = matching_registrations(self._events_map, event)
+            hit = (matching, frozenset(p for p, regs in matching.items() if regs))
+            if len(self._cache) >= self.MAX_EVENTS:
+                self._cache.clear()
+            self._cache[event] = hit
+        return hit
 
 
 HintObserver = Callable[[str, str, str, float], None]

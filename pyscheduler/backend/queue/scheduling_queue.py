@@ -7,7 +7,8 @@ Every pending pod (unassigned, not deleted) the queue knows is in exactly one pl
     activeQ        heap ordered by the QueueSort ``less`` (ties: first in, first out); pop() takes the head
     backoffQ       heap ordered by backoff expiry: failed recently, waiting out its backoff
     unschedulable  uid -> QueuedPodInfo: failed, waiting for a cluster event that may help it
-    gated          uid -> QueuedPodInfo: PreEnqueue said not yet (e.g. scheduling gates)
+    gated          uid -> QueuedPodInfo: PreEnqueue said not yet (e.g. scheduling gates); indexed by
+                   the gating plugin (``GatedPool``), so an event asks only the pods it may move
     in-flight      popped, its scheduling/binding cycle is running; the queue records the cluster
                    events that arrive meanwhile, so a failure they may have fixed is retried at once
 
@@ -81,15 +82,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pyscheduler.backend.queue.backoff import NO_BACKOFF, WINDOW, BackoffQueue, align
+from pyscheduler.backend.queue.gated import GatedPool
 from pyscheduler.backend.queue.heap import Entry, Heap, LessFn, LessOrder
 from pyscheduler.backend.queue.hints import (
+    EventMatcher,
     HintObserver,
     InFlight,
     RecordedEvent,
     Strategy,
-    gate_allows,
     is_wildcard,
-    matching_registrations,
     strategy_for_in_flight,
     worth_requeuing,
 )
@@ -155,9 +156,7 @@ class SchedulingQueue:
         self._events_map: dict[str, tuple[ClusterEventWithHint, ...]] = {
             plugin: tuple(regs) for plugin, regs in (events_map or {}).items()
         }
-        self._registered: tuple[ClusterEvent, ...] = tuple(
-            dict.fromkeys(reg.event for regs in self._events_map.values() for reg in regs)
-        )
+        self._matcher = EventMatcher(self._events_map)
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_stay = unschedulable_max_stay
@@ -171,7 +170,7 @@ class SchedulingQueue:
         self._active = Heap(self._active_order)
         self._backoff = BackoffQueue(self._active_order)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
-        self._gated: dict[str, QueuedPodInfo] = {}
+        self._gated = GatedPool()  # indexed by gating plugin: an event asks only its plugins' pods
         # in flight: uid -> record, in pop order (so the first record has the smallest event index)
         self._in_flight: dict[str, InFlight] = {}
         self._events: list[RecordedEvent] = []  # events since the oldest in-flight pod was popped
@@ -249,7 +248,9 @@ class SchedulingQueue:
             qpi.pod_info = PodInfo(new)
             self._nominator.update(previous, qpi.pod_info)
             self._run_pre_enqueue(qpi)
-            if not qpi.gated and self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE:
+            if qpi.gated:
+                self._gated.refile(qpi)  # still gated, perhaps by another plugin now
+            elif self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE:
                 self._cond.notify_all()
             return
         qpi = QueuedPodInfo(PodInfo(new), self._clock.now())
@@ -263,7 +264,7 @@ class SchedulingQueue:
             self._nominator.delete(uid)
             if self._active.remove(uid) or self._backoff.remove(uid):
                 return
-            if self._unschedulable.pop(uid, None) or self._gated.pop(uid, None):
+            if self._unschedulable.pop(uid, None) or self._gated.pop(uid):
                 return
             if uid in self._in_flight:
                 self._deleted_in_flight.add(uid)
@@ -394,12 +395,13 @@ class SchedulingQueue:
         """A cluster event happened: requeue the unschedulable (and gated) pods it may help (see the
         module docstring), and record it for in-flight pods. ``pre_check`` narrows the candidates."""
         with self._lock:
-            if not self._is_interesting(event):
-                return
+            _, interested = self._matcher.match(event)
+            if not interested and not is_wildcard(event):
+                return  # no plugin registered it (kube's isEventOfInterest)
+            # a gated pod moves only for an event its gating plugin registered: only those pods are asked
             candidates = [
                 qpi
-                for pool in (self._unschedulable, self._gated)
-                for qpi in pool.values()
+                for qpi in itertools.chain(self._unschedulable.values(), self._gated.by_plugins(interested))
                 if pre_check is None or pre_check(qpi.pod)
             ]
             self._move_pods(candidates, event, old, new)
@@ -566,9 +568,9 @@ class SchedulingQueue:
 
     def get(self, uid: str) -> QueuedPodInfo | None:
         with self._lock:
-            for pool in (self._unschedulable, self._gated):
-                if uid in pool:
-                    return pool[uid]
+            parked = self._unschedulable.get(uid) or self._gated.get(uid)
+            if parked is not None:
+                return parked
             entry = self._active.get(uid) or self._backoff.get(uid)
             if entry is not None:
                 return entry.qpi
@@ -662,14 +664,17 @@ class SchedulingQueue:
         self._active.remove(uid)
         self._backoff.remove(uid)
         self._unschedulable.pop(uid, None)
-        self._gated.pop(uid, None)
+        self._gated.pop(uid)
 
     def _park(self, qpi: QueuedPodInfo, label: str) -> None:
         """Put the pod in the unschedulable pool, or the gated pool if it is gated."""
         uid = qpi.uid
         was_parked = uid in self._unschedulable or uid in self._gated
         self._detach(uid)
-        (self._gated if qpi.gated else self._unschedulable)[uid] = qpi
+        if qpi.gated:
+            self._gated.put(qpi)
+        else:
+            self._unschedulable[uid] = qpi
         if not was_parked:  # kube counts gated pods as entering "unschedulable"
             self._incoming(UNSCHEDULABLE, label)
 
@@ -716,11 +721,6 @@ class SchedulingQueue:
             return ACTIVE
         return GATED
 
-    def _is_interesting(self, event: ClusterEvent) -> bool:
-        if is_wildcard(event):
-            return True
-        return any(event.matches(reg) for reg in self._registered)
-
     def _strategy_for_in_flight(self, qpi: QueuedPodInfo, rec: InFlight | None) -> Strategy:
         """kube's determineSchedulingHintForInFlightPod: what the events seen while in flight say
         (``hints.strategy_for_in_flight``)."""
@@ -743,15 +743,12 @@ class SchedulingQueue:
         # (what _worth_requeuing would say) without running its hints. Thousands of pods parked by
         # NodeResourcesFit must not cost a loop over hints on every pod bound elsewhere.
         wildcard = is_wildcard(event)
-        # each plugin's registrations this event matches, worked out once for all the pods (a claim
-        # event asks every pod waiting for its own claim)
-        matching = None if wildcard else matching_registrations(self._events_map, event)
-        interested = {p for p, regs in matching.items() if regs} if matching is not None else set()
+        # each plugin's registrations this event matches, worked out once per distinct event (a claim
+        # event asks every pod waiting for its own claim); for a wildcard, the plugins that registered one
+        matching, interested = self._matcher.match(event)
         for qpi in pods:
-            if qpi.gated and not (
-                gate_allows(self._events_map, qpi, event) if wildcard else qpi.gating_plugin in interested
-            ):
-                continue
+            if qpi.gated and qpi.gating_plugin not in interested:
+                continue  # kube: the event does not interest the plugin that gated the pod
             if (
                 not wildcard
                 and (qpi.unschedulable_plugins or qpi.pending_plugins)
@@ -764,7 +761,7 @@ class SchedulingQueue:
                 continue
             uid = qpi.uid
             self._unschedulable.pop(uid, None)
-            self._gated.pop(uid, None)
+            self._gated.pop(uid)
             if self._requeue(qpi, strategy, label) == ACTIVE:
                 activated = True
         self._record(RecordedEvent(event, old, new))
