@@ -4,6 +4,7 @@ and what a pod the scheduler cannot interpret gets. No network: recorder and wri
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import pytest
@@ -34,14 +35,33 @@ class Writer:
         return True
 
 
+def _config(reg: Any, **fields: Any) -> Any:
+    """A KubeSchedulerConfiguration with kube's defaults and ``fields`` (e.g. ``profiles``), parsed."""
+    doc = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", **fields}
+    return parse_config(doc, reg, lambda n: plugin_extension_points(reg[n]))
+
+
+class Stream:
+    """A watch stream that ends at once (after a short wait), as far as the reflectors are concerned."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        self.stopped.wait(0.05)
+        raise StopIteration
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
 @pytest.fixture
 def app() -> App:
     reg = full_registry()
-    cfg = parse_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
-        reg,
-        lambda n: plugin_extension_points(reg[n]),
-    )
+    cfg = _config(reg)
 
     class NoApi:
         def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
@@ -188,30 +208,10 @@ def test_a_node_declaring_a_feature_is_an_update_plugins_are_told_of(app: App) -
 def test_a_cluster_without_resource_k8s_io_v1_is_refused_with_a_hint() -> None:
     """DynamicResources is in the default profile: on a cluster that does not serve resource.k8s.io/v1
     (older than 1.34) its watches never sync, and the error says how to run without it."""
-    import threading
-
     from pyscheduler.client.api import ApiError
 
     reg = full_registry()
-    cfg = parse_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
-        reg,
-        lambda n: plugin_extension_points(reg[n]),
-    )
-
-    class Stream:
-        def __init__(self) -> None:
-            self.stopped = threading.Event()
-
-        def __iter__(self) -> Any:
-            return self
-
-        def __next__(self) -> Any:
-            self.stopped.wait(0.05)
-            raise StopIteration
-
-        def stop(self) -> None:
-            self.stopped.set()
+    cfg = _config(reg)
 
     class OldCluster:
         def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
@@ -242,36 +242,12 @@ def test_without_dynamic_resources_the_dra_kinds_are_watched_where_served(served
     """A profile disabling DynamicResources: kube-scheduler still watches the resource.k8s.io kinds (its
     shared DRA manager, for NodeResourcesFit's DRA-backed extended resources), so pyscheduler does where
     the cluster serves resource.k8s.io/v1; an older cluster still starts. Fit gets the device counts."""
-    import threading
-
     from pyscheduler.client.api import ApiError
     from pyscheduler.framework.dra import EXTENDED_SCORES_KEY
 
     reg = full_registry()
-    cfg = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}],
-        },
-        reg,
-        lambda n: plugin_extension_points(reg[n]),
-    )
+    cfg = _config(reg, profiles=[{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}])
     listed: list[str] = []
-
-    class Stream:
-        def __init__(self) -> None:
-            self.stopped = threading.Event()
-
-        def __iter__(self) -> Any:
-            return self
-
-        def __next__(self) -> Any:
-            self.stopped.wait(0.05)
-            raise StopIteration
-
-        def stop(self) -> None:
-            self.stopped.set()
 
     class Cluster:
         def patch_pod_status(self, *a: Any, **k: Any) -> None: ...
@@ -358,11 +334,7 @@ def test_events_have_a_rate_limiter_of_their_own() -> None:
     from pyscheduler.client.api import Api
 
     reg = full_registry()
-    cfg = parse_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"},
-        reg,
-        lambda n: plugin_extension_points(reg[n]),
-    )
+    cfg = _config(reg)
     api = Api(k8s_client.Configuration(host="https://api.example:6443"), qps=1, burst=1, pool=object())
     app = build_app(cfg, reg, api, writer=Writer())
     try:
