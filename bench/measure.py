@@ -16,7 +16,11 @@ pyscheduler and kube-scheduler from the outside, the same way for both.
   ``bind_seen - post_sent`` on one clock.
 - ``throughput_samples``: pods bound per one-second bucket from the first bind to the last, built from
   the per-pod bind times (the last, partial bucket is scaled to a rate); the summary is the average and
-  p50/p90/p99 of those samples, as scheduler_perf's throughput collector reports them.
+  p50/p90/p99 of those samples (``make bench``'s figure).
+- ``collector_samples``: the samples scheduler_perf's own throughput collector would take from the same
+  bind times within a metrics window (a one-second ticker from the window's start; the first tick that
+  sees a bind is skipped, ticks that see none are merged into the next one that does, binds after the
+  last tick are not sampled): what the upstream course reports beside upstream's thresholds.
 - ``ProcStats``: CPU seconds (utime+stime from ``/proc/<pid>/stat``) and peak RSS (``VmHWM`` from
   ``/proc/<pid>/status``) of a scheduler's process tree (pyscheduler's HTTP worker counts too).
 - ``bind_ceiling``: the API server's own limit for the Binding step: N threads posting Bindings for
@@ -339,6 +343,48 @@ def throughput_samples(bind_times: Iterable[float]) -> list[float]:
         samples.append(counts[n_full] / tail)
     else:  # a sliver: fold its binds into the last full second
         samples[-1] += counts[n_full]
+    return samples
+
+
+def collector_samples(bind_times: Iterable[float], start: float, end: float, interval: float = 1.0) -> list[float]:
+    """Pods bound per second as scheduler_perf's throughput collector samples them in a window that
+    starts collecting at ``start`` and stops at ``end`` (bind times on the same clock).
+
+    The collector ticks every ``interval`` from ``start``. A tick that has seen no bind yet takes no
+    sample; the first tick that has is skipped too (its count mixes pods created before collecting began
+    with the scheduler's start). After that, a tick with new binds records ``new / time since the last
+    recorded tick`` once for each interval it covers, so idle seconds lower the rate instead of adding
+    zero samples; binds after the last tick before ``end`` are never sampled.
+    """
+    ts = sorted(t for t in bind_times if t <= end)
+    samples: list[float] = []
+    if not ts:
+        return samples
+    i = 0  # binds at or before the current tick
+    started = False
+    last_count = 0
+    last_tick = start
+    skipped = 0
+    k = 1
+    while True:
+        tick = start + k * interval
+        if tick > end:
+            break
+        k += 1
+        while i < len(ts) and ts[i] <= tick:
+            i += 1
+        if i == 0:
+            continue
+        if not started:
+            started, last_count, last_tick = True, i, tick
+            continue
+        new = i - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        rate = new / (tick - last_tick)
+        samples.extend([rate] * (skipped + 1))
+        last_count, last_tick, skipped = i, tick, 0
     return samples
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bench.measure import Conn, Endpoint, Summary, Watch, post_objects, run_parallel, throughput_samples
+from bench.measure import Conn, Endpoint, Summary, Watch, collector_samples, post_objects, run_parallel
 from bench.upstream import dra
 from bench.upstream.gotemplate import render
 from pyscheduler.client.api import KINDS, resource_path  # kind -> (API path prefix, plural, namespaced)
@@ -663,7 +663,7 @@ class Executor:
             for k, t in self.watch.bound.items()
             if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
         ]
-        samples = throughput_samples(t for _, t in counted)
+        samples = collector_samples((t for _, t in counted), w.start, end)
         lat = [1000.0 * (t - self.sent[k]) for k, t in counted if k in self.sent]
         latencies_ms.extend(lat)
         return {
