@@ -315,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "git": git_info(),
         "machine": machine_info(),
         "version": course.pinned_version(),
+        "sampler": report.SAMPLER,
         "results": results,
     }
     out.write_text(json.dumps(doc, indent=1, default=str))

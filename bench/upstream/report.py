@@ -78,6 +78,11 @@ def summary_line(results: Sequence[Mapping[str, Any]]) -> str:
     return f"upstream scheduler_perf: {w} workloads, throughput py>=kube in {t}/{w}, p99 py<=kube in {lat}/{w}{note}"
 
 
+SAMPLER = "collector"
+"""How the results' throughput samples were taken: ``collector`` (``bench.measure.collector_samples``,
+scheduler_perf's way). Results files without it used one-second buckets scaled at the end."""
+
+
 def scaled(overridden: Mapping[str, Any]) -> str:
     """``--param``'s changes as said in the table: ``nodes=500, measurePods=500``."""
     return ", ".join(f"{k}={v}" for k, v in overridden.items())
@@ -91,6 +96,8 @@ def status(e: Mapping[str, Any]) -> str:
     text = "ran" if ran else "runnable"
     if e.get("measured"):
         text += f" ({e['measured']})"
+    if ran and e.get("sampler", SAMPLER) != SAMPLER:
+        text += " (old sampler)"
     if e.get("params_overridden"):
         text += f" (scaled down, not upstream's size: {scaled(e['params_overridden'])})"
     if notes:
@@ -101,19 +108,19 @@ def status(e: Mapping[str, Any]) -> str:
 def merge(entries: Sequence[Mapping[str, Any]], saved: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The listed rows with each scheduler's figures from the saved runs (the later file wins), so one
     table covers the whole course while the runs cover parts of it."""
-    ran: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
+    ran: dict[tuple[str, str], tuple[Mapping[str, Any], str, str]] = {}
     for doc in saved:
         when = f"{str(doc.get('date', '?'))[:10]} {str((doc.get('git') or {}).get('commit', ''))[:7]}"
         for e in doc.get("results") or ():
             if KUBE in e or PY in e:
-                ran[(e["test_case"], e["workload"])] = (e, when)
+                ran[(e["test_case"], e["workload"])] = (e, when, str(doc.get("sampler", "buckets")))
     out = []
     for e in entries:
         row = dict(e)
         got = ran.get((e["test_case"], e["workload"]))
         if got is not None and not e.get("skipped"):
             row.update({k: got[0][k] for k in (KUBE, PY, "params_overridden") if k in got[0]})
-            row["measured"] = got[1]
+            row["measured"], row["sampler"] = got[1], got[2]
         out.append(row)
     return out
 

@@ -159,3 +159,16 @@ def test_a_scaled_down_run_says_so_in_its_row() -> None:
     full = {**run, "results": [full_size]}
     (row,) = report.merge(listed, [run, full])
     assert "scaled" not in report.status(row)
+
+
+def test_a_row_from_a_run_before_the_collector_sampler_says_so() -> None:
+    listed: list[dict[str, Any]] = [
+        {"test_case": "P", "workload": "1000Nodes", "threshold": None, "labels": ["performance"]},
+    ]
+    figures = {"kube-scheduler": {"throughput_average": 45.4}, "pyscheduler": {"throughput_average": 22.3}}
+    old = {"date": "2026-11-27T06:02", "results": [{"test_case": "P", "workload": "1000Nodes", **figures}]}
+    (row,) = report.merge(listed, [old])
+    assert "(old sampler)" in report.status(row)
+    new = {**old, "date": "2026-11-28T08:00", "sampler": report.SAMPLER}
+    (row,) = report.merge(listed, [old, new])
+    assert "old sampler" not in report.status(row)
