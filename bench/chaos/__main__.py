@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                 heap.cleanup(args.keep_logs)
             results.append(r)
             print(
-                f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}), "
+                f"{name}: pods {r['pods']} (bound {r['bound']}, pending at the end {r['pending']}, "
+                f"of them without a FailedScheduling event {r.get('pending_without_event', 0)}), "
                 f"lost {r['lost']}, overcommitted "
                 f"{r['overcommitted']}, double binds {r['double_binds']}, misfits {r['misfits']}, "
                 f"leaked nodes {r['leaked']}, preempted {r['preempted']} "
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     preempted = sum(r["preempted"] for r in results)
     bad = sum(r["preemption_violations"] for r in results)
     print(f"preemptions {preempted}, bad {bad} (victim not of lower priority, or preemptor never placed)")
+    silent = sum(r.get("pending_without_event", 0) for r in results)
+    pending = sum(r["pending"] for r in results)
+    print(f"pending at the end {pending}, of them without a FailedScheduling event {silent}")
     print(
         f"chaos: {len(results)} scenarios, {pods} pods, lost {lost}, overcommitted {over}, double binds {double}"
     )

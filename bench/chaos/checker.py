@@ -154,6 +154,7 @@ class PodRecord:
     preemptible: bool = True
     priority: int = 0
     nominated: str = ""  # the last status.nominatedNodeName seen set
+    unschedulable_seen: float | None = None  # when the checker first saw PodScheduled=False
     last: JSON = field(default_factory=dict)
 
 
@@ -196,6 +197,7 @@ class Checker:
         self.watch_restarts: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
         self.gone: dict[str, int] = {"pods": 0, "nodes": 0, "events": 0, "preempted": 0}
         self.preempted: set[str] = set()  # uids of pods that got a Preempted event (victims)
+        self.failed_scheduling: set[str] = set()  # uids of pods that got a FailedScheduling event
         self.preemptions: list[Preemption] = []
         self.preemptors_unseen = 0  # events naming a preemptor uid the pod watch never showed
         self._judged: set[tuple[str, str]] = set()
@@ -324,6 +326,7 @@ class Checker:
             if m and uid:
                 self.preemptions.append(Preemption(str(uid), m.group(1), m.group(2), time.monotonic()))
             return
+        self.failed_scheduling.add(str(uid))
         rec = self.pods.get(uid or "")
         if rec is not None and rec.attempted is None:
             rec.attempted = time.monotonic()
@@ -345,11 +348,11 @@ class Checker:
             rec.nominated = str(status["nominatedNodeName"])
         if meta.get("deletionTimestamp"):
             rec.deleted = rec.deleted or False  # still holds its node until DELETED, as the scheduler's cache
-        if (
-            any(c.get("type") == "PodScheduled" for c in status.get("conditions") or [])
-            and rec.attempted is None
-        ):
+        scheduled = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+        if scheduled and rec.attempted is None:
             rec.attempted = time.monotonic()
+        if scheduled and scheduled[0].get("status") == "False" and rec.unschedulable_seen is None:
+            rec.unschedulable_seen = time.monotonic()
         node = spec.get("nodeName") or ""
         if not node or (rec.binds and rec.binds[-1] == node):
             return
@@ -485,6 +488,22 @@ class Checker:
         with self.lock:
             return sum(1 for r in self.pods.values() if not r.deleted and not r.binds)
 
+    def silent_pending(self, now: float, grace: float = 10.0) -> int:
+        """Pods still pending that the scheduler marked PodScheduled=False at least ``grace`` seconds ago
+        but that got no FailedScheduling event: a user running `kubectl describe pod` would see no reason.
+        A scheduler whose event recorder died shows here while its binds and status writes go on. Under
+        injected API faults an event may also be dropped after its retries, as kube-scheduler's are."""
+        with self.lock:
+            return sum(
+                1
+                for uid, r in self.pods.items()
+                if not r.deleted
+                and not r.binds
+                and r.unschedulable_seen is not None
+                and now - r.unschedulable_seen >= grace
+                and uid not in self.failed_scheduling
+            )
+
     def pending_reasons(self) -> dict[str, int]:
         """The PodScheduled messages of the pods still pending (shortened), with counts."""
         out: dict[str, int] = {}
@@ -512,6 +531,7 @@ class Checker:
                 "pods": len(self.pods),
                 "bound": sum(1 for r in self.pods.values() if r.binds),
                 "pending": sum(1 for r in self.pods.values() if not r.deleted and not r.binds),
+                "pending_without_event": self.silent_pending(time.monotonic()),
                 "lost": kinds.count("lost"),
                 "overcommitted": len({v.subject for v in self.violations if v.kind == "overcommit"}),
                 "double_binds": kinds.count("double-bind"),

@@ -201,7 +201,8 @@ def run_scenario(
         if prom is not None:
             prom.stop()
         wl.teardown()
-    summary = {**checker.summary(), **{k: before_probe[k] for k in ("pods", "bound", "pending")}}
+    scenario_figures = ("pods", "bound", "pending", "pending_without_event")
+    summary = {**checker.summary(), **{k: before_probe[k] for k in scenario_figures}}
     result: dict[str, Any] = {
         "scenario": name,
         **summary,

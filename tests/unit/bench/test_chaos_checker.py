@@ -117,3 +117,17 @@ def test_a_preemptor_deleted_before_it_was_placed_is_no_violation() -> None:
     chk._handle("pods", "DELETED", _pod("preemptor", 3000))
     chk.check_preemptions(final=True)
     assert chk.violations == []
+
+
+def test_pending_pods_the_scheduler_marked_unschedulable_without_an_event_are_counted() -> None:
+    ch = Checker("https://127.0.0.1:1", "t", None, "ns")
+    unschedulable = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    for uid in ("quiet", "explained"):
+        ch._handle("pods", "ADDED", {**_pod(uid, 0), "status": unschedulable})
+    ch._handle("pods", "ADDED", _pod("bound", 0, node="n1"))
+    ch._handle("events", "ADDED", {"reason": "FailedScheduling", "involvedObject": {"uid": "explained"}})
+    now = ch.pods["quiet"].unschedulable_seen or 0.0
+    assert ch.silent_pending(now + 1.0) == 0  # the event may still be on its way
+    assert ch.silent_pending(now + 11.0) == 1  # "quiet": no reason a user could read
+    ch._handle("events", "ADDED", {"reason": "FailedScheduling", "involvedObject": {"uid": "quiet"}})
+    assert ch.silent_pending(now + 11.0) == 0
