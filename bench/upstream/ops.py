@@ -660,7 +660,7 @@ class Executor:
         end = w.end
         counted = [
             (k, t)
-            for k, t in self.watch.bound.items()
+            for k, t in self.watch.bound.copy().items()  # the watch thread still records binds
             if w.start <= t <= end and w.counts(k, self.watch.labels.get(k, {}))
         ]
         samples = collector_samples((t for _, t in counted), w.start, end)
