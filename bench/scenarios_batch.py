@@ -21,10 +21,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.scenario_builders import JSON, Scenario, node, pod, scenario
+from bench.scenario_builders import JSON, PodBuilder, Scenario, node, pod, priority_class, scenario
 
 SCENARIOS: list[Scenario] = []
 add = SCENARIOS.append
+
+#: the batch pods' order: the API server does not list pods in creation order, so each pod gets its own
+#: priority (p1 first); priority is not part of a signature
+ORDER = 6
+PRIORITY_CLASSES = [priority_class(f"diff-batch-{i}", 1000 - 100 * i) for i in range(1, ORDER + 1)]
+
+
+def in_order(b: PodBuilder, i: int) -> PodBuilder:
+    """Pod ``i`` (from 1) of a batch: popped i-th."""
+    return b.priority_class(f"diff-batch-{i}")
+
 
 #: PodTopologySpread without default constraints: pods without constraints of their own are signed
 LIST_DEFAULTING: tuple[JSON, ...] = ({"name": "PodTopologySpread", "args": {"defaultingType": "List"}},)
@@ -46,7 +57,7 @@ def configured(sc: Scenario, plugin_config: tuple[JSON, ...]) -> ConfiguredScena
 def _tiered_pod(name: str) -> JSON:
     """1 CPU, 1Gi, host port 8080 (one per node), preferring tier gold (weight 2) and gold-or-silver
     (weight 1); the same labels on every pod (InterPodAffinity signs them)."""
-    b = pod(name, cpu="1", memory="1Gi", app="batch").host_port(8080)
+    b = in_order(pod(name, cpu="1", memory="1Gi", app="batch").host_port(8080), int(name[1:]))
     b.affinity(
         {
             "nodeAffinity": {
@@ -82,6 +93,7 @@ def _tiered(name: str, description: str) -> Scenario:
             node("b", "1250m", "1280Mi", labels={"tier": "silver"}),
             node("c", "64", "128Gi"),
         ],
+        objects=PRIORITY_CLASSES,
         batch=[_tiered_pod(f"p{i}") for i in range(1, 5)],
     )
 
@@ -112,7 +124,11 @@ add(
             "(no score ties), each to the next node of the first pod's scores",
             ["NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodePorts"],
             [node(f"n{i}", str(c), f"{2 * c}Gi") for i, c in enumerate((2, 3, 4, 5, 6, 8, 12, 16), 1)],
-            batch=[pod(f"p{i}", cpu="1", memory="1Gi", app="web").host_port(9090) for i in range(1, 7)],
+            objects=PRIORITY_CLASSES,
+            batch=[
+                in_order(pod(f"p{i}", cpu="1", memory="1Gi", app="web").host_port(9090), i)
+                for i in range(1, 7)
+            ],
         ),
         LIST_DEFAULTING,
     )
