@@ -129,6 +129,7 @@ class SchedulerMetrics:
         self._ep_children: dict[tuple[str, Code, str], Any] = {}
         self._plugin_children: dict[tuple[str, str, Code], Any] = {}
         self._hint_children: dict[tuple[str, str, str], Any] = {}
+        self._batch_children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._event_children: dict[str, Any] = {}
         self._rest_children: dict[tuple[str, str, str], tuple[Any, Any, Any, Any]] = {}
         self._rate_children: dict[tuple[str, str], Any] = {}
@@ -481,17 +482,26 @@ class SchedulerMetrics:
         self.permit_wait_duration.labels(str(status)).observe(seconds)
 
     # ------------------------------------------------------------------------ batching observer
+    # Each runs once or twice per scheduling cycle: every series' child is looked up once (labels()
+    # costs a lock and a tuple build).
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._batch_children.get(key)
+        if child is None:
+            child = self._batch_children[key] = metric.labels(*labels)
+        return child
+
     def batch_attempt(self, profile: str, result: str) -> None:
-        self.batch_attempts.labels(profile, result).inc()
+        self._child(self.batch_attempts, profile, result).inc()
 
     def batch_flushed(self, profile: str, reason: str) -> None:
-        self.batch_cache_flushed.labels(profile, reason).inc()
+        self._child(self.batch_cache_flushed, profile, reason).inc()
 
     def node_hint_duration(self, hinted: str, profile: str, seconds: float) -> None:
-        self.get_node_hint_duration.labels(hinted, profile).observe(seconds)
+        self._child(self.get_node_hint_duration, hinted, profile).observe(seconds)
 
     def store_results_duration(self, profile: str, seconds: float) -> None:
-        self.store_schedule_results_duration.labels(profile).observe(seconds)
+        self._child(self.store_schedule_results_duration, profile).observe(seconds)
 
     # ------------------------------------------------------------------------ scheduler loop observer
     def attempt(self, result: str, profile: str, seconds: float) -> None:

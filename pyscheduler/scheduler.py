@@ -130,6 +130,29 @@ def _record_chunk(
     return ok, used
 
 
+class _SortedOthers(Sequence[str]):
+    """The scored nodes but the chosen one, best first, ties in a random order (kube's heap of scored
+    nodes with a random tie-breaker each): what opportunistic batching hands the next pods of the same
+    signature. Sorted on first read; most are never read (the next pod fits the same node again)."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], totals: Scores, chosen: int, rng: random.Random) -> None:
+        self._nodes, self._totals, self._chosen, self._rng = nodes, totals, chosen, rng
+        self._names: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._nodes) - 1
+
+    def _sorted(self) -> list[str]:
+        if self._names is None:
+            tie_break = np.random.default_rng(self._rng.getrandbits(64)).random(len(self._totals))
+            order = np.lexsort((tie_break, -self._totals)).tolist()
+            self._names = [self._nodes[i].name for i in order if i != self._chosen]
+        return self._names
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._sorted()[i]
+
+
 class Scheduler:
     def __init__(
         self,
@@ -334,16 +357,10 @@ class Scheduler:
         index = self._select_index(totals)
         host = feasible[index].name
         if batching:
-            others = self._sorted_others(feasible, totals, index) if signature is not None else ("",)
-            fwk.batch.store(signature, self._hint, host, others, cycle)
+            fwk.batch.store(
+                signature, self._hint, host, _SortedOthers(feasible, totals, index, self.rng), cycle
+            )
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
-
-    def _sorted_others(self, nodes: Sequence[NodeInfo], totals: Scores, chosen: int) -> list[str]:
-        """The scored nodes but the chosen one, best first, ties in a random order (kube's heap of
-        scored nodes with a random tie-breaker each), for the next pod of the same signature."""
-        tie_break = np.random.default_rng(self.rng.getrandbits(64)).random(len(totals))
-        order = np.lexsort((tie_break, -totals))
-        return [nodes[i].name for i in order.tolist() if i != chosen]
 
     def _node_hint(self, fwk: Framework, state: CycleState, pod: Pod) -> str:
         """kube's GetNodeHint, after PreFilter (see framework/batch.py)."""

@@ -78,9 +78,15 @@ class BatchObserver(Protocol):
 @dataclass
 class _State:
     signature: Hashable
-    # the nodes still to hand out, best last (list.pop() takes the head of kube's heap)
-    nodes: list[str]
+    # the other scored nodes, best first; ``taken`` of them handed out. A lazy sequence is fine: it is
+    # only read when a hint is given, and most states never are (pods that fit many per node).
+    nodes: Sequence[str]
     created: float
+    taken: int = 0
+
+    @property
+    def left(self) -> int:
+        return len(self.nodes) - self.taken
 
 
 @dataclass
@@ -106,8 +112,10 @@ class OpportunisticBatch:
         began = time.perf_counter()
         hint = ""
         if self._compatible(signature, cycle, rejects):
-            assert self._state is not None
-            hint = self._state.nodes.pop()
+            state = self._state
+            assert state is not None
+            hint = state.nodes[state.taken]
+            state.taken += 1
         elif self.observer is not None:
             self.observer.batch_attempt(self.profile, NO_HINT)
         if self.observer is not None:
@@ -120,7 +128,7 @@ class OpportunisticBatch:
         self, signature: Hashable | None, cycle: int, rejects: Callable[[str], bool | None]
     ) -> bool:
         state = self._state
-        if state is None or not state.nodes:
+        if state is None or not state.left:
             return False
         if cycle != self._last.cycle + 1:
             return self._flush(FLUSH_POD_SKIPPED)
@@ -154,7 +162,8 @@ class OpportunisticBatch:
         cycle: int,
     ) -> None:
         """A cycle that picked ``chosen``: remember it and, unless it took its hint, ``others`` (the
-        other scored nodes, best first) for the next pod of the same signature."""
+        other scored nodes, best first; only its length is read here) for the next pod of the same
+        signature."""
         began = time.perf_counter()
         self._last = _LastCycle(cycle, chosen, True)
         if hinted and hinted == chosen:
@@ -165,7 +174,7 @@ class OpportunisticBatch:
             if hinted and self.observer is not None:
                 self.observer.batch_attempt(self.profile, HINT_NOT_USED)
             if signature is not None and others:
-                self._state = _State(signature, list(reversed(others)), self.clock.now())
+                self._state = _State(signature, others, self.clock.now())
             else:
                 self._flush(FLUSH_EMPTY_LIST if not others else FLUSH_POD_NOT_BATCHABLE)
                 self._state = None
@@ -175,4 +184,4 @@ class OpportunisticBatch:
     @property
     def nodes_left(self) -> int:
         """How many hints the stored state still holds (0: none stored)."""
-        return len(self._state.nodes) if self._state is not None else 0
+        return self._state.left if self._state is not None else 0

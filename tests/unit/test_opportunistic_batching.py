@@ -68,6 +68,8 @@ def test_pods_with_spread_affinity_or_claims_are_not_signed() -> None:
     d = make_pod("c").json()
     d["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c1"}]
     assert s.sign(Pod.from_dict(d)) is None
+    # the plugin that refused last is asked first next time: the signatures stay what they were
+    assert s.sign(plain("z")) == signer(config(LIST)).sign(plain("z")) is not None
 
 
 def test_a_plugin_without_sign_pod_disables_signatures() -> None:
