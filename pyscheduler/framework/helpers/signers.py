@@ -133,7 +133,7 @@ def sign_resources(pod: Pod, handle: Any) -> tuple[list[Fragment], Status | None
     return [(RESOURCES, resources(pod))], None
 
 
-def combine(scheduler_name: str, fragments: list[list[Fragment]]) -> Hashable:
+def combine(scheduler_name: str, fragments: list[list[Fragment]]) -> tuple[Fragment, ...]:
     """The signature of a pod from its plugins' fragments: one value per key (kube keeps the last it
     is given; plugins that share a key give equal values), with the scheduler name."""
     sig: dict[str, Hashable] = {SCHEDULER_NAME: scheduler_name}
