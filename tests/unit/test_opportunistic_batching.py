@@ -9,7 +9,9 @@ from typing import Any
 from pyscheduler.config import feature_gates
 from pyscheduler.engine import Engine
 from pyscheduler.framework.types import Pod
+from pyscheduler.scheduler import Scheduler
 from pyscheduler.testing.builders import make_node, make_pod
+from pyscheduler.testing.clock import FakeClock
 
 LIST = [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]
 
@@ -127,3 +129,21 @@ def test_no_hint_under_the_default_profile_or_without_the_gate() -> None:
     assert _placements(config()) == (["a", "b", "c", None], 0)
     with feature_gates.overridden("OpportunisticBatching=false"):
         assert _placements(config(LIST)) == (["a", "b", "c", None], 0)
+
+
+def test_extenders_disable_signatures() -> None:
+    """kube: "Disabling signatures for profile because it has extenders configured"."""
+    fwk = next(iter(engine(config(LIST)).app.profiles.values()))
+    assert fwk.signer.enabled
+    Scheduler(
+        profiles={"default-scheduler": fwk},
+        queue=None,  # type: ignore[arg-type]
+        cache=None,  # type: ignore[arg-type]
+        snapshot=None,  # type: ignore[arg-type]
+        clock=FakeClock(),
+        recorder=None,  # type: ignore[arg-type]
+        status_writer=None,  # type: ignore[arg-type]
+        extenders=[object()],  # type: ignore[list-item]
+    )
+    assert not fwk.signer.enabled and fwk.signer.disabled_because == "it has extenders configured"
+    assert fwk.signer.sign(plain("a")) is None
