@@ -5,6 +5,7 @@ constraints); prints each scheduler's batching metrics.
 
     python -m bench.batch_probe --nodes 50 --pods 40
     python -m bench.batch_probe --profiles list --schedulers kube
+    python -m bench.batch_probe --nodes 1000 --pods 500 --profiles list --cpu [--feature-gates OpportunisticBatching=false]
 
 Design
 ------
@@ -31,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,7 @@ def config(profile: str, kubeconfig: Path | None) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def kube_scheduler(cluster: LocalCluster, profile: str) -> Iterator[Callable[[], str]]:
+def kube_scheduler(cluster: LocalCluster, profile: str, gates: str = "") -> Iterator[Callable[[], str]]:
     d = Path(tempfile.mkdtemp(prefix="batch-probe-kube-"))
     (d / "config.yaml").write_text(yaml.safe_dump(config(profile, cluster.kubeconfig)))
     port = free_port()
@@ -79,6 +81,7 @@ def kube_scheduler(cluster: LocalCluster, profile: str) -> Iterator[Callable[[],
         f"--cert-dir={d}",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         "--v=1",
+        *([f"--feature-gates={gates}"] if gates else []),
     ]
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
@@ -106,12 +109,16 @@ def kube_scheduler(cluster: LocalCluster, profile: str) -> Iterator[Callable[[],
 
 
 @contextlib.contextmanager
-def pyscheduler(cluster: LocalCluster, profile: str) -> Iterator[Callable[[], str]]:
+def pyscheduler(cluster: LocalCluster, profile: str, gates: str = "") -> Iterator[Callable[[], str]]:
     sp = SchedulerProcess(
         None,
         config(profile, None),
         env={"KUBECONFIG": str(cluster.kubeconfig)},
-        extra_args=(f"--kubeconfig={cluster.kubeconfig}", "--log-level=info"),
+        extra_args=(
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--log-level=info",
+            *([f"--feature-gates={gates}"] if gates else []),
+        ),
         name="batch-probe-py",
     )
     sp.start()
@@ -141,26 +148,52 @@ def _pod(ns: str, name: str, pool: str) -> dict[str, Any]:
     }
 
 
-def probe(cluster: LocalCluster, who: str, profile: str, nodes: int, pods: int) -> list[str]:
+def _cpu_seconds(page: str) -> float:
+    m = re.search(r"^process_cpu_seconds_total (\S+)$", page, re.M)
+    return float(m.group(1)) if m else float("nan")
+
+
+def probe(
+    cluster: LocalCluster, who: str, profile: str, nodes: int, pods: int, gates: str = "", cpu: bool = False
+) -> tuple[list[str], float]:
+    """The batching series of ``who``'s /metrics after it bound ``pods`` identical pods, and its CPU ms
+    per pod (``cpu``: the pods are created once the scheduler is ready, 8 at a time, and the figure is
+    the process's CPU from then until the last is bound; else NaN)."""
     ns = f"probe-{profile}-{who}"
     cluster.api(
         "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     )
     names = cluster.create_nodes(nodes, prefix=ns, labels={"pool": ns})
-    for i in range(pods):
-        cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", _pod(ns, f"p{i:04d}", ns))
+
+    def create_all() -> None:
+        with ThreadPoolExecutor(8) as ex:
+            list(
+                ex.map(
+                    lambda i: cluster.api("POST", f"/api/v1/namespaces/{ns}/pods", _pod(ns, f"p{i:04d}", ns)),
+                    range(pods),
+                )
+            )
+
+    if not cpu:  # pending together before the scheduler starts
+        create_all()
     runner = kube_scheduler if who == "kube" else pyscheduler
+    per_pod = float("nan")
     try:
-        with runner(cluster, profile) as scrape:
-            deadline = time.monotonic() + 120
+        with runner(cluster, profile, gates) as scrape:
+            if cpu:
+                before = _cpu_seconds(scrape())
+                create_all()
+            deadline = time.monotonic() + 300
             while True:
                 items = cluster.api("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
                 bound = sum(1 for p in items if p["spec"].get("nodeName"))
                 if bound >= pods:
                     break
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{who}/{profile}: {bound}/{pods} pods bound after 120 s")
+                    raise RuntimeError(f"{who}/{profile}: {bound}/{pods} pods bound after 300 s")
                 time.sleep(0.5)
+            if cpu:
+                per_pod = (_cpu_seconds(scrape()) - before) / pods * 1000
             time.sleep(1.5)
             page = scrape()
     finally:
@@ -168,7 +201,7 @@ def probe(cluster: LocalCluster, who: str, profile: str, nodes: int, pods: int) 
         for n in names:
             with contextlib.suppress(Exception):
                 cluster.api("DELETE", f"/api/v1/nodes/{n}", ok=(200, 202, 404))
-    return [line for line in page.splitlines() if _SERIES.match(line)]
+    return [line for line in page.splitlines() if _SERIES.match(line)], per_pod
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,14 +210,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, default=40)
     ap.add_argument("--profiles", default="default,list", help="comma-separated: default, list")
     ap.add_argument("--schedulers", default="kube,py", help="comma-separated: kube, py")
+    ap.add_argument(
+        "--feature-gates", default="", help="for both schedulers, e.g. OpportunisticBatching=false"
+    )
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="create the pods once the scheduler is ready and print its CPU ms per pod (process_cpu_seconds_total)",
+    )
     a = ap.parse_args(argv)
     if a.pods > a.nodes:
         ap.error("--pods must be at most --nodes (one pod per node)")
     with LocalCluster(name="batch-probe") as cluster:
         for profile in a.profiles.split(","):
             for who in a.schedulers.split(","):
-                lines = probe(cluster, who, profile, a.nodes, a.pods)
-                print(f"== {who} profile={profile} nodes={a.nodes} pods={a.pods}")
+                lines, per_pod = probe(cluster, who, profile, a.nodes, a.pods, a.feature_gates, a.cpu)
+                gates = f" gates={a.feature_gates}" if a.feature_gates else ""
+                cpu = f" cpu_ms_per_pod={per_pod:.3f}" if a.cpu else ""
+                print(f"== {who} profile={profile} nodes={a.nodes} pods={a.pods}{gates}{cpu}")
                 for line in lines or ["(no batching series)"]:
                     print(f"   {line}")
                 sys.stdout.flush()
