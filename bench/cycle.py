@@ -12,6 +12,7 @@ no-op. It also times ``Pod.from_dict`` on the same pods (what the reflector does
 
     python -m bench.cycle --nodes 5000 --workloads SchedulingBasic,NodeAffinity
     python -m bench.cycle --profile out.prof      # cProfile of the measured part
+    python -m bench.cycle --workloads OnePodPerNode --config list.yaml --feature-gates OpportunisticBatching=false
 
 Figures: milliseconds per pod (median of ``--repeat`` runs) and pods/s. No cluster is started. For
 Preemption and Unschedulable the figure is per first attempt (victims are not deleted here, so
@@ -36,6 +37,7 @@ from typing import Any
 from bench import workloads as wl
 from pyscheduler.app import DAEMON_GC_THRESHOLD, build_app
 from pyscheduler.cli import _extension_points
+from pyscheduler.config import feature_gates
 from pyscheduler.config.load import load_config
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Node, Pod
@@ -98,14 +100,37 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _host_port(name: str) -> dict[str, Any]:
+    """A plain pod with host port 8080: identical pods go one per node (where opportunistic batching
+    hands each pod the next node of the previous pod's scores)."""
+    d = wl.pod(name, labels={wl.WORKLOAD_LABEL: "hostport"})
+    d["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    return d
+
+
+def cycle_workloads(nodes: int, pods: int) -> dict[str, wl.Workload]:
+    """The benchmark's workloads plus OnePodPerNode (here only): no init pods, min(pods, nodes / 2)
+    identical host-port pods, one per node."""
+    out = wl.workloads(nodes, pods)
+    out["OnePodPerNode"] = wl.Workload(
+        "OnePodPerNode", "onepernode", 0, wl._plain, min(pods, nodes // 2), _host_port
+    )
+    return out
+
+
 def run_once(
-    workload: wl.Workload, nodes: int, profile: cProfile.Profile | None, parallelism: int = 16
+    workload: wl.Workload,
+    nodes: int,
+    profile: cProfile.Profile | None,
+    parallelism: int = 16,
+    config_file: str | None = None,
 ) -> tuple[float, float, int, float]:
     """(seconds for the measured pods, seconds of Pod.from_dict for them, pods bound, CPU seconds of the
-    process over the measured pods: the figure a busy machine disturbs least)."""
+    process over the measured pods: the figure a busy machine disturbs least). ``config_file``: a
+    KubeSchedulerConfiguration (its first profile's schedulerName should be the pods', py-scheduler)."""
     registry = full_registry()
     config = dataclasses.replace(
-        load_config(None, registry, _extension_points(registry)), parallelism=parallelism
+        load_config(config_file, registry, _extension_points(registry)), parallelism=parallelism
     )
     api = _NullApi()
     app = build_app(config, registry, api, recorder=_NullRecorder(), writer=_NullWriter())
@@ -135,6 +160,7 @@ def run_once(
     if profile is not None:
         profile.enable()
     post_filter.reset()
+    batched = sum(fwk.batch.batched_pods for fwk in app.profiles.values())
     t = time.perf_counter()
     cpu = _cpu()
     while sched.schedule_one(0):
@@ -151,7 +177,12 @@ def run_once(
     gc.unfreeze()
     LAST_POST_FILTER.clear()
     LAST_POST_FILTER.update(post_filter.figures())
+    LAST_BATCHED[0] = sum(fwk.batch.batched_pods for fwk in app.profiles.values()) - batched
     return elapsed, parse, api.bound, cpu
+
+
+# pods of the last run_once's measured ones that went to their opportunistic-batching hint
+LAST_BATCHED = [0]
 
 
 # PostFilter figures of the last run_once (see _PostFilterMeter.figures)
@@ -227,10 +258,15 @@ def main(argv: list[str] | None = None) -> int:
         help="KubeSchedulerConfiguration parallelism (default 16, kube's); 1: one process",
     )
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of the measured part of the last run")
+    ap.add_argument("--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: the defaults)")
+    ap.add_argument(
+        "--feature-gates", default="", help="as pyscheduler run's, e.g. OpportunisticBatching=false"
+    )
     args = ap.parse_args(argv)
     setup_logging("console", "warning")
+    feature_gates.set_current(feature_gates.parse(args.feature_gates))
     pods = args.pods or min(2 * args.nodes, 10_000)
-    all_wls = wl.workloads(args.nodes, pods)
+    all_wls = cycle_workloads(args.nodes, pods)
     print(f"{'workload':<22}{'ms/pod':>9}{'cpu ms/pod':>11}{'pods/s':>9}{'parse µs/pod':>14}   runs (ms/pod)")
     for name in args.workloads.split(","):
         w = all_wls[name]
@@ -238,16 +274,18 @@ def main(argv: list[str] | None = None) -> int:
         parse = []
         cpus = []
         post: list[dict[str, float]] = []
+        hinted: list[int] = []
         prof = None
         for r in range(args.repeat):
             prof = cProfile.Profile() if args.profile and r == args.repeat - 1 else None
-            elapsed, p, bound, cpu = run_once(w, args.nodes, prof, args.parallelism)
+            elapsed, p, bound, cpu = run_once(w, args.nodes, prof, args.parallelism, args.config)
             if bound != w.measured_pods:
                 print(f"{name}: only {bound}/{w.measured_pods} pods bound", file=sys.stderr)
             runs.append(elapsed / max(1, w.measured_pods) * 1000)
             parse.append(p / max(1, w.measured_pods) * 1e6)
             cpus.append(cpu / max(1, w.measured_pods) * 1000)
             post.append(dict(LAST_POST_FILTER))
+            hinted.append(LAST_BATCHED[0])
         med = statistics.median(runs)
         print(
             f"{name:<22}{med:>9.3f}{statistics.median(cpus):>11.3f}{1000 / med:>9.0f}"
@@ -256,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if any(f.get("calls") for f in post):
             print(_post_filter_line(post, w.measured_pods), flush=True)
+        if any(hinted):
+            print(f"  batching: pods that took their hint per run: {hinted} of {w.measured_pods}", flush=True)
         if prof is not None:
             prof.dump_stats(f"{args.profile}.{name}")
     return 0

@@ -9,6 +9,7 @@ field means), written by family:
     bench/scenarios_preempt.py   SchedulingGates, PrioritySort, DefaultPreemption
     bench/scenarios_features.py  pod-level resources and resize, combinations, NodeDeclaredFeatures
     bench/scenarios_gang.py      PodGroups scheduled as gangs
+    bench/scenarios_batch.py     opportunistic batching (a profile with PodTopologySpread List defaulting)
     bench/scenarios_dra.py       Dynamic Resource Allocation (appends itself to ``SCENARIOS`` on import)
 
 The builders are re-exported here for the family modules that import them from this registry.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from bench import (
     scenarios_affinity,
     scenarios_basic,
+    scenarios_batch,
     scenarios_features,
     scenarios_preempt,
     scenarios_volume,
@@ -68,6 +70,7 @@ SCENARIOS: list[Scenario] = [
     *scenarios_preempt.SCENARIOS,
     *scenarios_features.SCENARIOS,
     *GANG_SCENARIOS,
+    *scenarios_batch.SCENARIOS,
 ]
 
 

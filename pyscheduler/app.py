@@ -619,6 +619,7 @@ def build_app(
         can_bind=can_bind,
         rng=rng,
         parallelism=config.parallelism,
+        opportunistic_batching=gates.enabled("OpportunisticBatching"),
     )
     sched.pod_groups = cache.pod_groups_enabled
     return App(

@@ -96,11 +96,6 @@ DELIBERATE_ABSENCES: dict[str, str] = {
     "rest_client_transport_cache_entries": "client-go's TLS transport cache: pyscheduler has one connection pool",
     "rest_client_transport_create_calls_total": "client-go's TLS transport cache (see above)",
     "rest_client_transport_cert_rotation_gc_calls_total": "client-go's TLS transport cache (see above)",
-    "scheduler_batch_attempts_total": "opportunistic batching (reusing one pod's filter results for the "
-    "next identical pod) is a kube-scheduler optimisation pyscheduler does not make",
-    "scheduler_batch_cache_flushed_total": "opportunistic batching (see above)",
-    "scheduler_get_node_hint_duration_seconds": "opportunistic batching (see above)",
-    "scheduler_store_schedule_results_duration_seconds": "opportunistic batching (see above)",
     "scheduler_volume_binder_cache_requests_total": "kube-scheduler 1.36 registers it and never counts anything "
     "in it (nothing in the pinned module increments it; the binder's pod binding cache it counted is gone), so "
     "it never has a series; VolumeBinding's assume cache of PVs and PVCs is counted by neither scheduler",
@@ -134,6 +129,7 @@ class SchedulerMetrics:
         self._ep_children: dict[tuple[str, Code, str], Any] = {}
         self._plugin_children: dict[tuple[str, str, Code], Any] = {}
         self._hint_children: dict[tuple[str, str, str], Any] = {}
+        self._batch_children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._event_children: dict[str, Any] = {}
         self._rest_children: dict[tuple[str, str, str], tuple[Any, Any, Any, Any]] = {}
         self._rate_children: dict[tuple[str, str], Any] = {}
@@ -170,6 +166,33 @@ class SchedulerMetrics:
             "scheduler_podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds",
             buckets=_exp_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        # opportunistic batching (OpportunisticBatching, framework/batch.py): kube's names, alpha
+        self.batch_attempts = Counter(
+            "scheduler_batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            registry=r,
+        )
+        self.batch_cache_flushed = Counter(
+            "scheduler_batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
+        self.get_node_hint_duration = Histogram(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            buckets=_exp_buckets(0.00001, 2, 12),
+            registry=r,
+        )
+        self.store_schedule_results_duration = Histogram(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for storing the results of a scheduling cycle for the next batched pod.",
+            ["profile"],
+            buckets=_exp_buckets(0.00001, 2, 12),
             registry=r,
         )
         self.algorithm_duration = Histogram(
@@ -457,6 +480,28 @@ class SchedulerMetrics:
 
     def permit_wait(self, status: Code, seconds: float) -> None:
         self.permit_wait_duration.labels(str(status)).observe(seconds)
+
+    # ------------------------------------------------------------------------ batching observer
+    # Each runs once or twice per scheduling cycle: every series' child is looked up once (labels()
+    # costs a lock and a tuple build).
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._batch_children.get(key)
+        if child is None:
+            child = self._batch_children[key] = metric.labels(*labels)
+        return child
+
+    def batch_attempt(self, profile: str, result: str) -> None:
+        self._child(self.batch_attempts, profile, result).inc()
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        self._child(self.batch_cache_flushed, profile, reason).inc()
+
+    def node_hint_duration(self, hinted: str, profile: str, seconds: float) -> None:
+        self._child(self.get_node_hint_duration, hinted, profile).observe(seconds)
+
+    def store_results_duration(self, profile: str, seconds: float) -> None:
+        self._child(self.store_schedule_results_duration, profile).observe(seconds)
 
     # ------------------------------------------------------------------------ scheduler loop observer
     def attempt(self, result: str, profile: str, seconds: float) -> None:

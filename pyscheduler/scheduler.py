@@ -25,7 +25,7 @@ import operator
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +130,29 @@ def _record_chunk(
     return ok, used
 
 
+class _SortedOthers(Sequence[str]):
+    """The scored nodes but the chosen one, best first, ties in a random order (kube's heap of scored
+    nodes with a random tie-breaker each): what opportunistic batching hands the next pods of the same
+    signature. Sorted on first read; most are never read (the next pod fits the same node again)."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], totals: Scores, chosen: int, rng: random.Random) -> None:
+        self._nodes, self._totals, self._chosen, self._rng = nodes, totals, chosen, rng
+        self._names: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._nodes) - 1
+
+    def _sorted(self) -> list[str]:
+        if self._names is None:
+            tie_break = np.random.default_rng(self._rng.getrandbits(64)).random(len(self._totals))
+            order = np.lexsort((tie_break, -self._totals)).tolist()
+            self._names = [self._nodes[i].name for i in order if i != self._chosen]
+        return self._names
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._sorted()[i]
+
+
 class Scheduler:
     def __init__(
         self,
@@ -148,6 +171,7 @@ class Scheduler:
         rng: random.Random | None = None,
         can_bind: Callable[[], bool] = lambda: True,
         parallelism: int = 1,
+        opportunistic_batching: bool = True,
     ) -> None:
         self.profiles = dict(profiles)
         self.queue = queue
@@ -172,6 +196,21 @@ class Scheduler:
         self._inflight_binds = 0
         self._inflight_lock = threading.Condition()
         self._stop = threading.Event()
+        # OpportunisticBatching (kube 1.36, beta, on): a pod signed like the one before it may take the
+        # next node of that pod's scores (framework/batch.py); the hint of the cycle under way
+        self.batching = opportunistic_batching
+        self._hint = ""
+        self._batch_cycle: tuple[Hashable | None, int] = (None, 0)  # (signature, scheduling cycle)
+        if opportunistic_batching:
+            for fwk in self.profiles.values():
+                if self.extenders:
+                    fwk.signer.disable_for_extenders()
+                if fwk.signer.disabled_because:
+                    log.info(
+                        f"Disabling signatures for profile because {fwk.signer.disabled_because}.",
+                        profile=fwk.profile_name,
+                        plugins=list(fwk.signer.unsupported),
+                    )
 
     # ------------------------------------------------------------------------------------ loop
     def run(self, stop: threading.Event | None = None, pop_timeout: float = 0.5) -> None:
@@ -298,17 +337,43 @@ class Scheduler:
             all_nodes = [ni for ni in all_nodes if ni.name in self.placement]
         if not all_nodes:
             raise FitError(pod, 0, Diagnosis(pre_filter_msg=NO_NODES_MSG))
+        batching = self.batching
+        if batching:  # kube signs the pod when it is queued; the signature depends on the pod alone
+            signature = fwk.signer.sign(pod)
+            cycle = self.queue.scheduling_cycle() if self.queue is not None else 0
+            self._batch_cycle = (signature, cycle)
+        self._hint = ""
         feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, all_nodes)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
         if len(feasible) == 1:
+            if batching:
+                fwk.batch.store(signature, self._hint, feasible[0].name, (), cycle)
             return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
         if not isinstance(feasible, NodeBatch):
             table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
             feasible = NodeBatch(feasible, table)
         totals = self._prioritize_totals(fwk, state, pod, feasible)
-        host = feasible[self._select_index(totals)].name
+        index = self._select_index(totals)
+        host = feasible[index].name
+        if batching:
+            fwk.batch.store(
+                signature, self._hint, host, _SortedOthers(feasible, totals, index, self.rng), cycle
+            )
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+
+    def _node_hint(self, fwk: Framework, state: CycleState, pod: Pod) -> str:
+        """kube's GetNodeHint, after PreFilter (see framework/batch.py)."""
+        signature, cycle = self._batch_cycle
+
+        def rejects(name: str) -> bool | None:
+            ni = self.snapshot.get(name)
+            if ni is None:
+                return None
+            st = fwk.run_filter_plugins(state, pod, ni)
+            return st is not None and st.is_rejected()
+
+        return fwk.batch.node_hint(signature, cycle, rejects)
 
     def find_nodes_that_fit(
         self, fwk: Framework, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo]
@@ -325,10 +390,14 @@ class Scheduler:
             diagnosis.unschedulable_plugins |= plugins
             return [], diagnosis
 
-        # A pod nominated by an earlier preemption tries its nominated node first.
-        if pod.nominated_node_name:
-            ni = self.snapshot.get(pod.nominated_node_name)
-            if self.placement is not None and pod.nominated_node_name not in self.placement:
+        # OpportunisticBatching: the next node of the previous pod's scores, if it may be reused. It
+        # is asked for even when the pod is nominated (kube does too), and taken only when it is not.
+        hint = self._hint = self._node_hint(fwk, state, pod) if self.batching else ""
+        # A pod nominated by an earlier preemption tries its nominated node first; a hinted pod its hint.
+        first = pod.nominated_node_name or hint
+        if first:
+            ni = self.snapshot.get(first)
+            if self.placement is not None and first not in self.placement:
                 ni = None
             if ni is not None and (
                 pre_res is None or pre_res.all_nodes() or ni.name in (pre_res.node_names or ())

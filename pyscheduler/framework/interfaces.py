@@ -197,6 +197,18 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 
 
 @runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """Opportunistic batching (kube's SignPlugin, KEP-5598): the parts of ``pod`` this plugin's
+    PreFilter, Filter, PreScore and Score answers depend on, as ``(key, hashable value)`` fragments
+    (``framework.helpers.signers`` has kube's keys and shared signers); two pods with equal fragments from
+    every plugin must get the same answers on the same nodes. A non-success Status refuses the pod (it
+    gets no signature). A profile with a PreFilter/Filter/PreScore/Score plugin that is not a SignPlugin
+    signs no pod."""
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[tuple[str, Any]], Status | None]: ...
+
+
+@runtime_checkable
 class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 

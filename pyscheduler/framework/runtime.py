@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from pyscheduler.framework import extension_points
+from pyscheduler.framework.batch import OpportunisticBatch
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import WILDCARD_EVENT, ClusterEventWithHint
 from pyscheduler.framework.fit_error import FitError as FitError  # default_preemption imports it here
@@ -77,6 +78,7 @@ from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.scores import ScoreFailure, Scores, plugin_scores
+from pyscheduler.framework.signing import PodSigner
 from pyscheduler.framework.status import Code, Status, error_text, plugin_error, wrapped_error
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod
@@ -174,6 +176,15 @@ class Framework:
         self._filter_keys = [(p, (p.name, "Filter")) for p in self.filter_plugins]
         if metrics is not None:
             metrics.add_evaluations(profile_name, lambda: dict(self.evaluations))
+        # opportunistic batching (framework/signing.py, framework/batch.py); the scheduler decides
+        # whether to use them (the OpportunisticBatching gate)
+        self.signer = PodSigner(
+            profile_name,
+            [*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins, *self.score_plugins],
+            metrics,
+        )
+        batch_observer: Any = metrics if hasattr(metrics, "batch_attempt") else None
+        self.batch = OpportunisticBatch(profile_name, self.handle.clock, batch_observer)
 
     # ---------------------------------------------------------------------------------- metrics
     def _observe(self, point: str, status: Status | None, start: float, end: float | None = None) -> None:

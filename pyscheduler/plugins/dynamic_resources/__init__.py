@@ -55,6 +55,8 @@ from typing import Any
 from pyscheduler.framework.dra import EXTENDED_SCORES_KEY
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from pyscheduler.plugins.dynamic_resources.binding import Binding
 from pyscheduler.plugins.dynamic_resources.cel import SelectorCache
@@ -86,6 +88,13 @@ __all__ = [
 
 class DynamicResources(Filtering, Scoring, Binding, Hints):
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[tuple[str, Any]], Status | None]:
+        """Opportunistic batching (kube's SignPod): a pod with resource claims is refused (where it fits
+        depends on the devices allocated so far); any other pod adds nothing to its signature."""
+        if pod.resource_claims:
+            return [], Status.unschedulable("pods with dra resource claims are not signable")
+        return [], None
 
 
 class _MissingClaimCache:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle
 from pyscheduler.framework.node_info import ImageStateSummary
 from pyscheduler.framework.registry import PluginSpec
@@ -83,6 +84,11 @@ class _CycleData:
 
 class ImageLocality:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        names = {normalized_image_name(c.image) for c in (*pod.containers, *pod.init_containers)}
+        return [(signers.IMAGE_NAMES, tuple(sorted(names)))], None
 
     def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle

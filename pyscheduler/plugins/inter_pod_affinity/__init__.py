@@ -45,8 +45,11 @@ Each batch hook is held to its per-node twin by the randomized tests beside it.
 
 from __future__ import annotations
 
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from pyscheduler.plugins.inter_pod_affinity.common import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -74,6 +77,16 @@ __all__ = [
 class InterPodAffinity(Filtering, Scoring, Hints):
     """The plugin: PreFilter/Filter (filtering.py), PreScore/Score/NormalizeScore (scoring.py), queueing
     hints (hints.py), over the parsed terms of terms.py."""
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching (kube's SignPod): a pod with pod (anti-)affinity is refused; else its
+        labels, which existing pods' terms may match (not with ignorePreferredTermsOfExistingPods)."""
+        affinity = pod.affinity or {}
+        if affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None:
+            return [], Status.unschedulable("pods with InterPodAffinity are not signable")
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            return [], None
+        return [(signers.LABELS, signers.mapping(pod.labels))], None
 
 
 def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:

@@ -60,7 +60,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_node,
 )
-from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
+from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values, signers
 from pyscheduler.framework.helpers.node_affinity import (
     PREFERRED,
     REQUIRED,
@@ -189,6 +189,13 @@ def _node_names_from_fields(raw_terms: Sequence[Any]) -> frozenset[str] | None:
 
 class NodeAffinity:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [
+            (signers.NODE_AFFINITY, signers.node_affinity(pod)),
+            (signers.NODE_SELECTOR, signers.mapping(pod.node_selector)),
+        ], None
 
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
         args = args or NodeAffinityArgs()

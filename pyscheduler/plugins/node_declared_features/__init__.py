@@ -39,6 +39,7 @@ from pyscheduler.framework.events import (
     as_node,
     as_pod,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import Handle, PreFilterExtensions, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -73,6 +74,10 @@ class _Required:
 
 class NodeDeclaredFeatures:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.FEATURES, tuple(sorted(required_features(pod))))], None
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.status import Status
@@ -24,6 +25,10 @@ _REJECT = Status.unresolvable(ERR_REASON, plugin=NAME)  # immutable: shared by b
 
 class NodeName:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.NODE_NAME, pod.node_name)], None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if pod.node_name and node_info.name != pod.node_name:

@@ -36,6 +36,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_pod,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import Handle, PreFilterExtensions, PreFilterResult
 from pyscheduler.framework.node_info import HostPortInfo
 from pyscheduler.framework.registry import PluginSpec
@@ -77,6 +78,10 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
 
 class NodePorts:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.HOST_PORTS, signers.host_ports(pod))], None
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -39,6 +39,7 @@ import numpy as np
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.dra import ExtendedResourceTotals, dra_extended_totals
 from pyscheduler.framework.events import ClusterEventWithHint
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.names import is_scalar_resource_name
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE, Handle, ScoreValues
 from pyscheduler.framework.plugin_args import ArgsError
@@ -111,6 +112,10 @@ class _PreScoreState:
 
 class BalancedAllocation:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return signers.sign_resources(pod, self.handle)
 
     def __init__(
         self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None

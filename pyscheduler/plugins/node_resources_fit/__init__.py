@@ -61,6 +61,7 @@ from pyscheduler.framework.dra import (
     extended_resource_class,
 )
 from pyscheduler.framework.events import as_node, as_pod
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.names import is_extended_resource_name, is_scalar_resource_name
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -171,6 +172,10 @@ class _PreScoreState:
 
 class Fit:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return signers.sign_resources(pod, self.handle)
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args if args is not None else NodeResourcesFitArgs()

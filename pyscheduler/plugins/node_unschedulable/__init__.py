@@ -39,6 +39,7 @@ from pyscheduler.framework.events import (
     as_node,
     as_pod,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.node_table import NodeTable, batch_rows
 from pyscheduler.framework.registry import PluginSpec
@@ -60,6 +61,10 @@ def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def __init__(self) -> None:
         # per (table, node_epoch): which rows have no Node (None: none of them)

@@ -42,6 +42,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_pod,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.storage import (
     CSI_NODE,
     PV,
@@ -136,6 +137,10 @@ def node_volume_limits(node_info: NodeInfo, csi_node: JSONMap | None) -> dict[st
 
 class NodeVolumeLimits:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.VOLUMES, signers.volumes(pod))], None
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle

@@ -50,9 +50,12 @@ Filter and ``filter_nodes``), ``scoring.py`` (PreScore, Score and ``score_nodes`
 
 from __future__ import annotations
 
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.gomath import go_round, go_round_array
 from pyscheduler.framework.interfaces import Handle
 from pyscheduler.framework.registry import PluginSpec
+from pyscheduler.framework.status import Status
+from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.pod_topology_spread.args import PodTopologySpreadArgs
 from pyscheduler.plugins.pod_topology_spread.common import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
@@ -80,6 +83,16 @@ __all__ = [
 class PodTopologySpread(Filtering, Scoring, Hints):
     """The plugin: PreFilter/Filter (filtering.py), PreScore/Score/NormalizeScore (scoring.py), queueing
     hints (hints.py), all over the constraints of common.py."""
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching (kube's SignPod): a pod with constraints of its own is refused, and so
+        is every pod while the plugin has default constraints (``defaultingType: System``, the default,
+        gives it kube's two): batching then never happens in the profile."""
+        if pod.topology_spread_constraints:
+            return [], Status.unschedulable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return [], Status.unschedulable("pods with default topology constraints are not signable")
+        return [], None
 
 
 def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:

@@ -43,7 +43,7 @@ from pyscheduler.framework.events import (
     as_node,
     as_pod,
 )
-from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values
+from pyscheduler.framework.helpers import default_normalize_score, default_normalize_values, signers
 from pyscheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
@@ -95,6 +95,10 @@ _REJECT = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)  # immutable:
 
 class TaintToleration:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def __init__(self) -> None:
         self._cache = TaintCache()

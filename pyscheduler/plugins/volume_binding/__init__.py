@@ -61,6 +61,7 @@ from pyscheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_MIGRATED_PLUGINS,
@@ -219,6 +220,10 @@ class _State:
 
 class VolumeBinding:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.VOLUMES, signers.volumes(pod))], None
 
     def __init__(self, args: VolumeBindingArgs, handle: Handle) -> None:
         self.args = args

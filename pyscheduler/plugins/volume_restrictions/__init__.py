@@ -34,6 +34,7 @@ from pyscheduler.framework.events import (
     Resource,
     as_pod,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.storage import PVC, pvc_claim_names
 from pyscheduler.framework.interfaces import Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
@@ -139,6 +140,10 @@ def satisfy_volume_conflicts(volumes: Sequence[JSONMap], node_info: NodeInfo) ->
 
 class VolumeRestrictions:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.VOLUMES, signers.volumes(pod))], None
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle

@@ -36,6 +36,7 @@ from pyscheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from pyscheduler.framework.helpers import signers
 from pyscheduler.framework.helpers.storage import (
     PV,
     PVC,
@@ -109,6 +110,10 @@ def pv_topologies(pv: JSONMap) -> tuple[PVTopology, ...]:
 
 class VolumeZone:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
+        """Opportunistic batching: what this plugin's answers read of the pod (kube's SignPod)."""
+        return [(signers.VOLUMES, signers.volumes(pod))], None
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
