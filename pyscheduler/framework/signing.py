@@ -43,7 +43,7 @@ class PodSigner:
                 unsupported.append(p.name)
         self.unsupported = tuple(unsupported)
         self.extenders = False
-        self._refuser = 0  # index in ``plugins`` of the last plugin that refused a pod
+        self._order = list(self.plugins)  # the plugin that refused the last pod first
         # why the profile signs no pod ("" if it does): what the scheduler logs once at start
         self.disabled_because = "plugins do not support it" if unsupported else ""
 
@@ -70,17 +70,16 @@ class PodSigner:
         defaulting it refuses every pod, and the others need not be asked (the signature is None if any
         refuses, whatever the order; kube asks in profile order)."""
         fragments: list[list[Fragment]] = []
-        plugins = self.plugins
-        if self._refuser:
-            plugins = [plugins[self._refuser], *plugins[: self._refuser], *plugins[self._refuser + 1 :]]
-        for p in plugins:
+        order = self._order
+        for i, p in enumerate(order):
             try:
                 frs, status = p.sign_pod(pod)
                 refused = status is not None and not status.is_success()
             except Exception:  # a plugin bug only costs this pod its signature (kube logs an Error)
                 frs, refused = (), True
             if refused:
-                self._refuser = self.plugins.index(p)
+                if i:
+                    order.insert(0, order.pop(i))
                 return None
             fragments.append(list(frs or ()))
         return combine(pod.scheduler_name, fragments)

@@ -80,6 +80,11 @@ __all__ = [
 ]
 
 
+# sign_pod's refusals: under the default profile every pod gets the second one, so it is made once
+_OWN_CONSTRAINTS = Status.unschedulable("pods with topology constraints are not signable")
+_DEFAULT_CONSTRAINTS = Status.unschedulable("pods with default topology constraints are not signable")
+
+
 class PodTopologySpread(Filtering, Scoring, Hints):
     """The plugin: PreFilter/Filter (filtering.py), PreScore/Score/NormalizeScore (scoring.py), queueing
     hints (hints.py), all over the constraints of common.py."""
@@ -89,9 +94,9 @@ class PodTopologySpread(Filtering, Scoring, Hints):
         is every pod while the plugin has default constraints (``defaultingType: System``, the default,
         gives it kube's two): batching then never happens in the profile."""
         if pod.topology_spread_constraints:
-            return [], Status.unschedulable("pods with topology constraints are not signable")
+            return [], _OWN_CONSTRAINTS
         if self.default_constraints:
-            return [], Status.unschedulable("pods with default topology constraints are not signable")
+            return [], _DEFAULT_CONSTRAINTS
         return [], None
 
 
