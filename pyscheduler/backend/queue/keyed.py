@@ -8,19 +8,24 @@ update asked the hint of every pod waiting for a claim (O(waiting pods x claim e
 while a claim concerns only the pods that name it (or every pod when it was deallocated: then
 ``event_keys`` says None).
 
-The queue files every parked pod (unschedulable or gated) here, and for an event (not a wildcard) whose
-interested plugins all have, for every registration the event matches, a hint with an index and event
-keys, it asks only:
+The queue files every parked pod (unschedulable or gated) here, under its keys and under the plugins
+that rejected it. For an event (not a wildcard) that some indexed registration matches, it asks only:
 
-- the pods filed under one of the event's keys (per index, so several profiles' registrations that share
-  one ``pod_keys`` share one table),
-- the pods parked with no rejecting plugin (``worth_requeuing`` moves those whatever the hints say),
-- the pods whose keys could not be worked out (``pod_keys`` raised).
+- for each interested plugin whose every registration the event matches has a hint and an index giving
+  keys: the pods filed under one of those keys (per index, so several profiles' registrations that share
+  one ``pod_keys`` share one table), and the pods whose keys could not be worked out (``pod_keys`` raised);
+- for every other interested plugin (no index, a registration without a hint, ``event_keys`` None, e.g.
+  a claim deallocated; or a plugin that registered a wildcard, as every plugin without
+  EnqueueExtensions does): the pods it rejected;
+- the pods parked with no rejecting plugin (``worth_requeuing`` moves those whatever the hints say).
 
 Every other pod would have been skipped by the full walk: each plugin that could move it (a rejector
 interested in the event) answers SKIP through each of its matching registrations. The candidates keep
 the full walk's order (the unschedulable pool first, then the gated pods, each in parking order), since
 the order pods are requeued in breaks ties in activeQ.
+
+A parked pod's rejecting plugins are read when it is parked and when the queue changes them (PreEnqueue
+run again on an update adds the gating plugin): nothing else changes them while the pod is parked.
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ class ParkedKeys:
     """Every parked pod's keys under each index, its parking order, and the pods parked with no
     rejecting plugin. ``enabled`` is False (and nothing is filed) when no registration has an index."""
 
-    __slots__ = ("_order", "_seq", "_tables", "_unrejected", "enabled")
+    __slots__ = ("_by_rejector", "_order", "_rejectors_of", "_seq", "_tables", "_unrejected", "enabled")
 
     def __init__(self, events_map: Mapping[str, Sequence[ClusterEventWithHint]]) -> None:
         self._tables: dict[PodKeysFn, KeyTable] = {}
@@ -106,6 +111,8 @@ class ParkedKeys:
         self._order: dict[str, int] = {}  # uid -> parking order (that of the pools' own dicts)
         self._seq = itertools.count()
         self._unrejected: set[str] = set()  # parked with no rejecting plugin
+        self._by_rejector: dict[str, set[str]] = {}  # plugin -> the parked pods it rejected
+        self._rejectors_of: dict[str, frozenset[str]] = {}
 
     def park(self, qpi: QueuedPodInfo) -> None:
         """The pod was just parked (put last in the unschedulable or gated pool)."""
@@ -122,10 +129,25 @@ class ParkedKeys:
         pod = qpi.pod
         for table in self._tables.values():
             table.file(uid, pod)
-        if qpi.unschedulable_plugins or qpi.pending_plugins:
+        rejectors = frozenset(qpi.unschedulable_plugins | qpi.pending_plugins)
+        old = self._rejectors_of.get(uid)
+        if old != rejectors:
+            if old is not None:
+                self._unfile_rejectors(uid, old)
+            self._rejectors_of[uid] = rejectors
+            for p in rejectors:
+                self._by_rejector.setdefault(p, set()).add(uid)
+        if rejectors:
             self._unrejected.discard(uid)
         else:
             self._unrejected.add(uid)
+
+    def _unfile_rejectors(self, uid: str, rejectors: frozenset[str]) -> None:
+        for p in rejectors:
+            bucket = self._by_rejector[p]
+            bucket.discard(uid)
+            if not bucket:
+                del self._by_rejector[p]
 
     def drop(self, uid: str) -> None:
         if not self.enabled or self._order.pop(uid, None) is None:
@@ -133,28 +155,42 @@ class ParkedKeys:
         for table in self._tables.values():
             table.drop(uid)
         self._unrejected.discard(uid)
+        rejectors = self._rejectors_of.pop(uid, None)
+        if rejectors is not None:
+            self._unfile_rejectors(uid, rejectors)
 
     def narrow(
         self, matching: Mapping[str, Sequence[ClusterEventWithHint]], old: Any, new: Any
     ) -> set[str] | None:
-        """The uids of the parked pods the event can concern (a superset), or None if every pod may be
-        concerned. ``matching``: each interested plugin's registrations this (non-wildcard) event matches."""
-        if not self.enabled:
+        """The uids of the parked pods the event can concern (a superset; see the module docstring), or
+        None when no registration the event matches has an index (the caller walks every pod then).
+        ``matching``: each plugin's registrations this (non-wildcard) event matches."""
+        if not self.enabled or not any(reg.index is not None for regs in matching.values() for reg in regs):
             return None
         hits: set[str] = set()
-        for regs in matching.values():
+        for plugin, regs in matching.items():
+            if not regs:
+                continue
+            keyed: list[tuple[KeyTable, Iterable[Hashable]]] = []
             for reg in regs:
                 index = reg.index
                 if index is None or reg.hint is None:
-                    return None  # a registration without a hint (or index) may move any pod
+                    break  # this registration may move any pod the plugin rejected
                 try:
                     keys = index.event_keys(old, new)
                 except Exception:
                     log.exception("event_keys failed")
-                    return None
+                    break
                 if keys is None:
-                    return None
-                self._tables[index.pod_keys].lookup(keys, hits)
+                    break
+                keyed.append((self._tables[index.pod_keys], keys))
+            else:
+                for table, keys in keyed:
+                    table.lookup(keys, hits)
+                continue
+            rejected = self._by_rejector.get(plugin)
+            if rejected:
+                hits |= rejected
         hits |= self._unrejected
         return hits
 

@@ -21,6 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from pyscheduler.backend.queue import GATED, UNSCHEDULABLE, SchedulingQueue
 from pyscheduler.backend.queue.records import QueuedPodInfo
 from pyscheduler.framework.events import (
+    WILDCARD_EVENT,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
@@ -79,9 +80,19 @@ EVENTS_MAP = {
     "Plain": [ClusterEventWithHint(SLICE, plain_hint)],
     "Fit": [ClusterEventWithHint(NODE)],
     "Other": [ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD))],
+    "Binder": [ClusterEventWithHint(WILDCARD_EVENT)],  # no EnqueueExtensions: every event
 }
 UNINDEXED = {p: [dataclasses.replace(r, index=None) for r in regs] for p, regs in EVENTS_MAP.items()}
-REJECTORS = [set(), {"Keyed"}, {"Plain"}, {"Fit"}, {"Keyed", "Fit"}, {"Keyed", "Plain"}]
+REJECTORS = [
+    set(),
+    {"Keyed"},
+    {"Keyed"},
+    {"Plain"},
+    {"Fit"},
+    {"Keyed", "Fit"},
+    {"Keyed", "Plain"},
+    {"Binder"},
+]
 
 
 class KeyedMachine(RuleBasedStateMachine):
@@ -249,13 +260,14 @@ KeyedMachine.TestCase.settings = settings(
 TestIndexedQueueMovesWhatTheFullWalkMoves = KeyedMachine.TestCase
 
 
-def _parked_by_keyed(q: SchedulingQueue, names_keys: list[tuple[str, str]]) -> None:
+def _parked_by_keyed(q: SchedulingQueue, names_keys: list[tuple[str, str]], **rejectors: set[str]) -> None:
+    """Add the pods (label k), pop each and hand it back rejected by Keyed (or ``rejectors[name]``)."""
     for name, key in names_keys:
         q.add(make_pod(name).label("k", key).obj())
     for _ in names_keys:
         qpi = q.pop(timeout=0)
         assert qpi is not None
-        qpi.unschedulable_plugins = {"Keyed"}
+        qpi.unschedulable_plugins = set(rejectors.get(qpi.pod.name, {"Keyed"}))
         q.add_unschedulable_if_not_present(qpi)
 
 
@@ -278,7 +290,7 @@ def test_an_event_with_keys_asks_only_the_pods_filed_under_them() -> None:
     assert asked == [f"p{i}" for i in range(6)]
 
 
-def test_a_registration_without_an_index_on_the_same_event_makes_every_pod_asked() -> None:
+def test_a_plugin_without_an_index_on_the_event_has_the_pods_it_rejected_asked() -> None:
     asked: list[str] = []
 
     def hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
@@ -288,11 +300,12 @@ def test_a_registration_without_an_index_on_the_same_event_makes_every_pod_asked
     events_map = {
         "Keyed": [ClusterEventWithHint(SLICE, hint, INDEX)],
         "Plain": [ClusterEventWithHint(SLICE, lambda p, o, n: QueueingHint.SKIP)],
+        "Binder": [ClusterEventWithHint(WILDCARD_EVENT)],  # rejects nobody: asks nobody more
     }
     q = SchedulingQueue(lambda a, b: a.timestamp < b.timestamp, FakeClock(), events_map=events_map)
-    _parked_by_keyed(q, [("p0", "a"), ("p1", "b")])
+    _parked_by_keyed(q, [("p0", "a"), ("p1", "b"), ("p2", "b")], p2={"Keyed", "Plain"})
     q.move_all_to_active_or_backoff(SLICE, None, {"keys": ["a"]})
-    assert asked == ["p0", "p1"]
+    assert asked == ["p0", "p2"]
 
 
 def test_a_parked_pod_whose_keys_change_without_leaving_the_pool_is_found_under_the_new_ones() -> None:
