@@ -35,6 +35,7 @@ are per-claim problems and never crash the caller.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ class _Request:
     exact: ExactRequest
     cls: DeviceClass
     num_devices: int = 0
-    all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice]] = field(default_factory=list)
+    all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice, Pool]] = field(default_factory=list)
 
 
 _Chosen = tuple[_Request, DeviceID, SliceDevice, ResourceSlice]
@@ -147,6 +148,10 @@ class Allocator:
         self._class_cache: dict[str, DeviceClass | None] = {}
         # an ExactCount request's _Request does not depend on the node: made once per attempt
         self._requests: dict[tuple[int, int, str], _Request] = {}
+        self._plan_cache: tuple[tuple[ResourceClaim, ...], list[list[list[_Request]]]] | None = None
+        self._selected: dict[
+            tuple[int, str, int, int], tuple[ResourceSlice, ExactRequest, DeviceClass, bool]
+        ] = {}
         self.slices = slices
         self._index = index
         self.allocated = allocated
@@ -223,6 +228,35 @@ class Allocator:
             allocation["nodeSelector"] = selector
         return allocation
 
+    def _plan(
+        self,
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        matches: dict[tuple[DeviceID, int, str], bool],
+        node_name: str,
+        labels: Mapping[str, str],
+    ) -> list[list[list[_Request]]]:
+        """Claim -> request -> its alternatives (one for ``exactly``). Without an ``All`` request nothing
+        in it depends on the node: made once per attempt for the same claims (every node's search asks)."""
+        cached = self._plan_cache
+        if cached is not None and len(cached[0]) == len(claims) and all(map(operator.is_, cached[0], claims)):
+            return cached[1]
+        plan = [
+            [
+                [
+                    self._request(ci, claim, req.name, a, pools, matches, node_name, labels)
+                    for a in ([req.exactly] if req.exactly is not None else req.first_available)
+                ]
+                for req in claim.requests
+            ]
+            for ci, claim in enumerate(claims)
+        ]
+        if all(
+            r.exact.allocation_mode != ALLOCATION_MODE_ALL for reqs in plan for alts in reqs for r in alts
+        ):
+            self._plan_cache = (tuple(claims), plan)
+        return plan
+
     def _request(
         self,
         ci: int,
@@ -267,7 +301,7 @@ class Allocator:
                     for dev in s.devices:
                         did = (pool.driver, pool.name, dev.name)
                         if self._selectable(r, did, dev, matches, s, node_name, labels):
-                            r.all_devices.append((did, dev, s))
+                            r.all_devices.append((did, dev, s, pool))
             r.num_devices = len(r.all_devices)
         else:
             r.num_devices = exact.count
@@ -289,9 +323,17 @@ class Allocator:
         hit = matches.get(key)
         if hit is not None:
             return hit
-        ok = self._selectors_match(
-            f"class {r.cls.name}", r.cls.selectors, did, dev, s
-        ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
+        # the selectors' verdict does not depend on the node: kept for the attempt, by the very slice
+        # and request objects (kept in the value, so that a reused id() never matches)
+        skey = (id(s), dev.name, id(r.exact), id(r.cls))
+        seen = self._selected.get(skey)
+        if seen is not None and seen[0] is s and seen[1] is r.exact and seen[2] is r.cls:
+            ok = seen[3]
+        else:
+            ok = self._selectors_match(
+                f"class {r.cls.name}", r.cls.selectors, did, dev, s
+            ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
+            self._selected[skey] = (s, r.exact, r.cls, ok)
         if ok and s.per_device_node_selection:
             ok = device_matches_node(node_name, labels, s, dev)
         matches[key] = ok
@@ -450,26 +492,18 @@ class _Search:
         self.expired = expired
         self.steps = 0
         self.matches: dict[tuple[DeviceID, int, str], bool] = {}
-        self.pool_of = {(p.driver, p.name): p for p in pools}
         self.counters = Counters(alloc.allocated)
         self.taking: dict[DeviceID, set[int]] = {}  # device -> claims taking it in this search
         self.results: list[list[_Taken]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares so far
         self.share_count: dict[DeviceID, int] = {}
         # claim -> request -> alternatives (one for exactly); claim -> constraints
-        self.requests: list[list[list[_Request]]] = []
-        self.constraints: list[list[MatchAttribute]] = []  # DistinctAttribute is one too
-        for ci, claim in enumerate(claims):
-            self.requests.append(
-                [
-                    [
-                        alloc._request(ci, claim, req.name, a, pools, self.matches, node_name, labels)
-                        for a in ([req.exactly] if req.exactly is not None else req.first_available)
-                    ]
-                    for req in claim.requests
-                ]
-            )
-            self.constraints.append([_constraint(claim, i, c) for i, c in enumerate(claim.constraints)])
+        self.requests = alloc._plan(claims, pools, self.matches, node_name, labels)
+        # constraints keep the values of the devices taken: new ones per search
+        self.constraints: list[list[MatchAttribute]] = [  # DistinctAttribute is one too
+            [_constraint(claim, i, c) for i, c in enumerate(claim.constraints)] if claim.constraints else []
+            for claim in claims
+        ]
 
     # ------------------------------------------------------------------------------ taking devices
     def in_use(self, did: DeviceID) -> bool:
@@ -490,14 +524,19 @@ class _Search:
         return True
 
     def take(
-        self, r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice, must: bool = False
+        self,
+        r: _Request,
+        did: DeviceID,
+        dev: SliceDevice,
+        sl: ResourceSlice,
+        pool: Pool,
+        must: bool = False,
     ) -> _Taken | None:
         """kube's allocateDevice: the device for the request's next slot, or None if it cannot be had.
         ``must`` (allocationMode All): a constraint excluding the device is an AllocationError."""
         if not self._available_to(r, did, dev):
             return None
         multi = dev.allow_multiple_allocations
-        pool = self.pool_of[(did[0], did[1])]
         # a shared device whose capacity is in use already had its counters counted
         shared_in_use = multi and (did in self.alloc.allocated_capacity or self.share_count.get(did, 0) > 0)
         reserved = bool(dev.consumes_counters) and not shared_in_use
@@ -520,7 +559,8 @@ class _Search:
         t.marked = not multi
         if t.marked:
             self.taking.setdefault(did, set()).add(r.claim_index)
-        if not capacity.fits(
+        # nothing requested and no capacity on the device: it fits (capacity.fits' own answer)
+        if (r.exact.capacity_requests or dev.capacity_policies) and not capacity.fits(
             r.exact.capacity_requests,
             dev.capacity_policies,
             self.alloc.allocated_capacity.get(did, {}),
@@ -590,11 +630,11 @@ class _Search:
                         return None if taken else False
                     t: _Taken | None = None
                     if is_all:
-                        did, dev, sl = r.all_devices[di]
-                        t = self.take(r, did, dev, sl, must=True)
+                        did, dev, sl, pool = r.all_devices[di]
+                        t = self.take(r, did, dev, sl, pool, must=True)
                     else:
-                        for did, dev, sl in self._candidates(r):
-                            t = self.take(r, did, dev, sl)
+                        for did, dev, sl, pool in self._candidates(r):
+                            t = self.take(r, did, dev, sl, pool)
                             if t is not None:
                                 break
                     if t is None:
@@ -629,10 +669,11 @@ class _Search:
         if len(self.results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             return False
         if is_all:
-            did, dev, sl = r.all_devices[di]
-            return self._try(ci, ri, r, di, self.take(r, did, dev, sl, must=True))
+            did, dev, sl, pool = r.all_devices[di]
+            return self._try(ci, ri, r, di, self.take(r, did, dev, sl, pool, must=True))
         return any(
-            self._try(ci, ri, r, di, self.take(r, did, dev, sl)) for did, dev, sl in self._candidates(r)
+            self._try(ci, ri, r, di, self.take(r, did, dev, sl, pool))
+            for did, dev, sl, pool in self._candidates(r)
         )
 
     def _try(self, ci: int, ri: int, r: _Request, di: int, t: _Taken | None) -> bool:
@@ -644,7 +685,7 @@ class _Search:
         self.untake(t)
         return False
 
-    def _candidates(self, r: _Request) -> Iterator[tuple[DeviceID, SliceDevice, ResourceSlice]]:
+    def _candidates(self, r: _Request) -> Iterator[tuple[DeviceID, SliceDevice, ResourceSlice, Pool]]:
         """The node's devices in kube's order (pools, slices, devices) that are free for the request and
         match its class and selectors. A generator: devices taken by deeper steps are seen as in use."""
         for pool in self.pools:
@@ -659,7 +700,7 @@ class _Search:
                     elif self.in_use(did):
                         continue
                     if self.alloc._selectable(r, did, dev, self.matches, s, self.node_name, self.labels):
-                        yield did, dev, s
+                        yield did, dev, s, pool
 
     # ------------------------------------------------------------------------------ results
     @staticmethod
