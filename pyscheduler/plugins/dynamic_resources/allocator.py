@@ -86,6 +86,12 @@ __all__ = [
 ]
 
 DeviceID = tuple[str, str, str]
+
+
+class _Undecided(Exception):
+    """Allocator._first_device met a device only the full search decides on."""
+
+
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
 TIMEOUT_CHECK_EVERY = 64  # search steps between two looks at the clock
 
@@ -106,26 +112,51 @@ class _Request:
 _Chosen = tuple[_Request, DeviceID, SliceDevice, ResourceSlice]
 
 
-_ResultKey = tuple[str, str, str, str, int, str, str]
+_SliceKey = tuple[str, str, str, str, int]  # driver, pool, slice name, uid, resourceVersion
+_Verdicts = dict[tuple[str, str], bool]  # (device, expression) -> selector verdict
 
 
 class SelectorResults:
-    """Selector outcomes by (driver, pool, slice name, uid, resourceVersion, device, expression), kept across allocation
-    attempts: a device's attributes and capacity change only with its slice's resourceVersion, so a
-    selector's verdict on it holds until then (errors are not kept: they raise each time). Bounded: the
-    whole table is dropped when it reaches ``max_size``."""
+    """What is known of a slice's devices across allocation attempts: selector outcomes by (driver, pool,
+    slice name, uid, resourceVersion) and then (device, expression) — a device's attributes and capacity
+    change only with its slice's resourceVersion, so a selector's verdict on it holds until then (errors
+    are not kept: they raise each time) — and whether a device's capacities have a request policy.
+    Looked up through the parsed slice and device objects first (the object store re-parses a slice only
+    when its resourceVersion changes), which spares building the content key per device and node.
+    Bounded: everything is dropped when ``max_size`` verdicts are kept."""
 
     def __init__(self, max_size: int = 200_000) -> None:
         self._max = max_size
-        self._items: dict[_ResultKey, bool] = {}
+        self._size = 0
+        self._by_content: dict[_SliceKey, _Verdicts] = {}
+        self._by_object: dict[int, tuple[ResourceSlice, _Verdicts]] = {}
+        self._policies: dict[int, tuple[SliceDevice, bool]] = {}
 
-    def get(self, key: _ResultKey) -> bool | None:
-        return self._items.get(key)
+    def verdicts(self, s: ResourceSlice) -> _Verdicts:
+        """The slice's table of verdicts (read and filled by the caller through ``put``)."""
+        got = self._by_object.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version)
+        table = self._by_content.setdefault(key, {})
+        self._by_object[id(s)] = (s, table)
+        return table
 
-    def put(self, key: _ResultKey, value: bool) -> None:
-        if len(self._items) >= self._max:
-            self._items = {}
-        self._items[key] = value
+    def put(self, table: _Verdicts, device: str, expr: str, value: bool) -> None:
+        if self._size >= self._max:
+            self._size = 0
+            self._by_content = {}
+            self._by_object = {}
+            self._policies = {}
+        table[(device, expr)] = value
+        self._size += 1
+
+    def capacity_policy(self, dev: SliceDevice) -> bool:
+        """Whether any capacity of the device has a request policy."""
+        got = self._policies.get(id(dev))
+        if got is None or got[0] is not dev:
+            got = self._policies[id(dev)] = (dev, any(p.has_policy for p in dev.capacity_policies.values()))
+        return got[1]
 
 
 class Allocator:
@@ -177,9 +208,12 @@ class Allocator:
     def _selectors_match(
         self, who: str, selectors: tuple[str, ...], did: DeviceID, dev: SliceDevice, s: ResourceSlice
     ) -> bool:
+        if not selectors:
+            return True
+        results = self._results
+        table = results.verdicts(s)
         for i, expr in enumerate(selectors):
-            key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version, dev.name, expr)
-            hit = self._results.get(key)
+            hit = table.get((dev.name, expr))
             if hit is None:
                 sel = self.cel.get(expr)
                 if sel.error is not None:
@@ -188,7 +222,7 @@ class Allocator:
                     hit = sel.matches(self._cel_device(did, dev))
                 except CELRuntimeError as e:
                     raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
-                self._results.put(key, hit)
+                results.put(table, dev.name, expr, hit)
             if not hit:
                 return False
         return True
@@ -206,12 +240,87 @@ class Allocator:
         if self._index is None:
             self._index = SliceIndex(self.slices)
         pools = self._index.pools(node_name, labels)
+        one = self._one_device(claims, pools, node_name, labels)
+        if one is not None:
+            if expired is not None and expired():  # the search's first step looks at the clock
+                raise AllocationTimeout()
+            try:
+                found = self._first_device(one, pools, node_name, labels)
+            except _Undecided:  # a device the shortcut does not decide on: the search does, from scratch
+                return self._search(node_name, labels, claims, pools, expired)
+            if found is not None:
+                return Allocations(self, node_name, claims, [[found]])
+            if any(pool.invalid for pool in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        return self._search(node_name, labels, claims, pools, expired)
+
+    def _search(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        expired: Callable[[], bool] | None,
+    ) -> Sequence[dict[str, Any]] | None:
         search = _Search(self, node_name, labels, claims, pools, expired)
         if not search.run():
             if any(pool.invalid for pool in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         return Allocations(self, node_name, claims, search.results)
+
+    # ------------------------------------------------------------------------------ one device
+    def _one_device(
+        self, claims: list[ResourceClaim], pools: list[Pool], node_name: str, labels: Mapping[str, str]
+    ) -> _Request | None:
+        """The request when the claims ask for exactly one device and nothing that ties devices together:
+        one claim, one ``exactly`` request, ExactCount 1, no admin access, no capacity requests, no
+        constraints (what a claim from upstream's DRA templates asks). None otherwise."""
+        if len(claims) != 1:
+            return None
+        claim = claims[0]
+        if claim.constraints or len(claim.requests) != 1:
+            return None
+        exact = claim.requests[0].exactly
+        if (
+            exact is None
+            or exact.allocation_mode == ALLOCATION_MODE_ALL
+            or exact.count != 1
+            or exact.admin_access
+            or exact.capacity_requests
+        ):
+            return None
+        return self._plan(claims, pools, {}, node_name, labels)[0][0][0]
+
+    def _first_device(
+        self, r: _Request, pools: list[Pool], node_name: str, labels: Mapping[str, str]
+    ) -> _Taken | None:
+        """What the search's first step gives such a request: the first device in kube's order that is
+        free, matches and is not kept off by a taint, as ``take`` would record it; None when there is
+        none. Raises _Undecided on meeting a device whose taking involves more (counters, shared or
+        consumable capacity): the search itself must decide then."""
+        allocated = self.allocated
+        matches: dict[tuple[DeviceID, int, str], bool] = {}
+        for pool in pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in pool.slices:
+                for dev in s.devices:
+                    did = (pool.driver, pool.name, dev.name)
+                    if did in allocated or not self._selectable(r, did, dev, matches, s, node_name, labels):
+                        continue
+                    if (
+                        dev.allow_multiple_allocations
+                        or dev.consumes_counters
+                        or did in self.allocated_capacity
+                        or self._results.capacity_policy(dev)
+                    ):
+                        raise _Undecided()
+                    if dev.taints and taint_prevents_allocation(dev, r.exact):
+                        continue
+                    return _Taken(r, did, dev, s, pool, reserved=False, marked=True)
+        return None
 
     def _allocation(
         self, node_name: str, chosen: list[_Taken], ci: int, claim: ResourceClaim
@@ -559,8 +668,14 @@ class _Search:
         t.marked = not multi
         if t.marked:
             self.taking.setdefault(did, set()).add(r.claim_index)
-        # nothing requested and no capacity on the device: it fits (capacity.fits' own answer)
-        if (r.exact.capacity_requests or dev.capacity_policies) and not capacity.fits(
+        # nothing requested, nothing consumed and no request policy on the device's capacities: it fits
+        # (capacity.fits' own first answer, without its walk over the device's capacities every time)
+        if (
+            r.exact.capacity_requests
+            or did in self.alloc.allocated_capacity
+            or did in self.allocating
+            or self.alloc._results.capacity_policy(dev)
+        ) and not capacity.fits(
             r.exact.capacity_requests,
             dev.capacity_policies,
             self.alloc.allocated_capacity.get(did, {}),
