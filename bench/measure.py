@@ -346,7 +346,9 @@ def throughput_samples(bind_times: Iterable[float]) -> list[float]:
     return samples
 
 
-def collector_samples(bind_times: Iterable[float], start: float, end: float, interval: float = 1.0) -> list[float]:
+def collector_samples(
+    bind_times: Iterable[float], start: float, end: float, interval: float = 1.0
+) -> list[float]:
     """Pods bound per second as scheduler_perf's throughput collector samples them in a window that
     starts collecting at ``start`` and stops at ``end`` (bind times on the same clock).
 
