@@ -60,7 +60,9 @@ counts as QUEUE. A plugin absent from ``events_map`` registered nothing, so no e
 only it rejected (the caller should register "all events" for plugins without EnqueueExtensions, as
 kube's framework does). Wildcard events (ForceActivate, UnschedulableTimeout, WildCardEvent) move
 every pod, except gated ones whose gating plugin did not register them. Events nobody registered
-are ignored (not even recorded for in-flight pods).
+are ignored (not even recorded for in-flight pods). A registration with a ``HintIndex`` lets an event
+skip, without asking their hints, the parked pods it cannot concern (``keyed.py``; same moves, same
+order as asking every pod).
 
 Time: ``clock`` drives every timestamp and expiry (a FakeClock makes tests exact); ``pop(timeout)``
 waits on the real clock (``threading.Condition.wait``), since a fake clock never moves by itself.
