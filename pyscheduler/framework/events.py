@@ -9,7 +9,7 @@ until the periodic flush.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,9 +97,26 @@ QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
+class HintIndex:
+    """Which waiting pods an event can concern, so that the queue asks only those pods' hint.
+
+    The queue files every waiting pod under ``pod_keys(pod)``; for an event it asks the hint only of
+    the pods filed under one of ``event_keys(old, new)``. ``event_keys`` returns None when the event may
+    concern any pod (then every pod is asked, as without an index). The plugin promises: when
+    ``event_keys`` gives keys and the pod has none of them, the hint answers SKIP for that pod (so
+    leaving it out changes no decision; only the hint-duration metric sees fewer calls). Both functions
+    must be cheap and must not raise (a raise means: ask every pod).
+    """
+
+    pod_keys: Callable[[Pod], Iterable[Hashable]]
+    event_keys: Callable[[Any, Any], Iterable[Hashable] | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    index: HintIndex | None = None  # optional: which pods an event can concern (see HintIndex)
 
 
 # Events that every pod may be helped by, whatever rejected it.

@@ -75,6 +75,10 @@ class GatedPool:
             del self._by_plugin[plugin]
         return qpi
 
+    def filed_under(self, uid: str) -> str | None:
+        """The plugin the pod is filed under; None if it is not in the pool."""
+        return self._filed.get(uid)
+
     def refile(self, qpi: QueuedPodInfo) -> None:
         """The pod stays where it is in the pool but its gating plugin changed (PreEnqueue ran again on an
         update): file it under the new one, in its parking order among that plugin's pods."""

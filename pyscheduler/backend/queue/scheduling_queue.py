@@ -60,7 +60,9 @@ counts as QUEUE. A plugin absent from ``events_map`` registered nothing, so no e
 only it rejected (the caller should register "all events" for plugins without EnqueueExtensions, as
 kube's framework does). Wildcard events (ForceActivate, UnschedulableTimeout, WildCardEvent) move
 every pod, except gated ones whose gating plugin did not register them. Events nobody registered
-are ignored (not even recorded for in-flight pods).
+are ignored (not even recorded for in-flight pods). A registration with a ``HintIndex`` lets an event
+skip, without asking their hints, the parked pods it cannot concern (``keyed.py``; same moves, same
+order as asking every pod).
 
 Time: ``clock`` drives every timestamp and expiry (a FakeClock makes tests exact); ``pop(timeout)``
 waits on the real clock (``threading.Condition.wait``), since a fake clock never moves by itself.
@@ -94,6 +96,7 @@ from pyscheduler.backend.queue.hints import (
     strategy_for_in_flight,
     worth_requeuing,
 )
+from pyscheduler.backend.queue.keyed import ParkedKeys
 from pyscheduler.backend.queue.nominator import Nominator
 from pyscheduler.backend.queue.records import (
     ACTIVE,
@@ -171,6 +174,8 @@ class SchedulingQueue:
         self._backoff = BackoffQueue(self._active_order)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated = GatedPool()  # indexed by gating plugin: an event asks only its plugins' pods
+        # parked pods by the keys of the plugins' HintIndex: an event asks only the pods it can concern
+        self._keys = ParkedKeys(self._events_map)
         # in flight: uid -> record, in pop order (so the first record has the smallest event index)
         self._in_flight: dict[str, InFlight] = {}
         self._events: list[RecordedEvent] = []  # events since the oldest in-flight pod was popped
@@ -236,6 +241,7 @@ class SchedulingQueue:
             previous = qpi.pod
             qpi.pod_info = PodInfo(new)
             self._nominator.update(previous, qpi.pod_info)
+            self._keys.refile(qpi)
             if (
                 is_pod_updated(old or previous, new)
                 and self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE
@@ -250,6 +256,7 @@ class SchedulingQueue:
             self._run_pre_enqueue(qpi)
             if qpi.gated:
                 self._gated.refile(qpi)  # still gated, perhaps by another plugin now
+                self._keys.refile(qpi)
             elif self._requeue(qpi, Strategy.AFTER_BACKOFF, POD_UPDATE_LABEL) == ACTIVE:
                 self._cond.notify_all()
             return
@@ -265,6 +272,7 @@ class SchedulingQueue:
             if self._active.remove(uid) or self._backoff.remove(uid):
                 return
             if self._unschedulable.pop(uid, None) or self._gated.pop(uid):
+                self._keys.drop(uid)
                 return
             if uid in self._in_flight:
                 self._deleted_in_flight.add(uid)
@@ -395,16 +403,35 @@ class SchedulingQueue:
         """A cluster event happened: requeue the unschedulable (and gated) pods it may help (see the
         module docstring), and record it for in-flight pods. ``pre_check`` narrows the candidates."""
         with self._lock:
-            _, interested = self._matcher.match(event)
-            if not interested and not is_wildcard(event):
+            matching, interested = self._matcher.match(event)
+            wildcard = is_wildcard(event)
+            if not interested and not wildcard:
                 return  # no plugin registered it (kube's isEventOfInterest)
-            # a gated pod moves only for an event its gating plugin registered: only those pods are asked
-            candidates = [
-                qpi
-                for qpi in itertools.chain(self._unschedulable.values(), self._gated.by_plugins(interested))
-                if pre_check is None or pre_check(qpi.pod)
-            ]
+            # the pods the event can concern, if the interested plugins' HintIndex can say (keyed.py)
+            hits = None if wildcard else self._keys.narrow(matching, old, new)
+            if hits is None:
+                # a gated pod moves only for an event its gating plugin registered: only those are asked
+                pods: Iterable[QueuedPodInfo] = itertools.chain(
+                    self._unschedulable.values(), self._gated.by_plugins(interested)
+                )
+            else:
+                pods = self._concerned(hits, interested)
+            candidates = [qpi for qpi in pods if pre_check is None or pre_check(qpi.pod)]
             self._move_pods(candidates, event, old, new)
+
+    def _concerned(self, uids: set[str], interested: frozenset[str]) -> list[QueuedPodInfo]:
+        """The parked pods among ``uids`` that the full walk would ask, in its order: the unschedulable
+        ones, then the gated ones filed under an interested plugin, each in parking order."""
+        if not uids:
+            return []
+        unschedulable = self._unschedulable
+        gated = self._gated
+        out = [unschedulable[u] for u in self._keys.in_order(u for u in uids if u in unschedulable)]
+        for u in self._keys.in_order(u for u in uids if gated.filed_under(u) in interested):
+            qpi = gated.get(u)
+            assert qpi is not None
+            out.append(qpi)
+        return out
 
     def activate(self, uids: Iterable[str]) -> None:
         """Force these pods to activeQ (through PreEnqueue). In-flight pods get a ForceActivate event
@@ -665,6 +692,7 @@ class SchedulingQueue:
         self._backoff.remove(uid)
         self._unschedulable.pop(uid, None)
         self._gated.pop(uid)
+        self._keys.drop(uid)
 
     def _park(self, qpi: QueuedPodInfo, label: str) -> None:
         """Put the pod in the unschedulable pool, or the gated pool if it is gated."""
@@ -675,6 +703,7 @@ class SchedulingQueue:
             self._gated.put(qpi)
         else:
             self._unschedulable[uid] = qpi
+        self._keys.park(qpi)
         if not was_parked:  # kube counts gated pods as entering "unschedulable"
             self._incoming(UNSCHEDULABLE, label)
 
@@ -762,6 +791,7 @@ class SchedulingQueue:
             uid = qpi.uid
             self._unschedulable.pop(uid, None)
             self._gated.pop(uid)
+            self._keys.drop(uid)
             if self._requeue(qpi, strategy, label) == ACTIVE:
                 activated = True
         self._record(RecordedEvent(event, old, new))

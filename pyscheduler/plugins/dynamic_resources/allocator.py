@@ -35,6 +35,7 @@ are per-claim problems and never crash the caller.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,12 @@ __all__ = [
 ]
 
 DeviceID = tuple[str, str, str]
+
+
+class _Undecided(Exception):
+    """Allocator._first_device met a device only the full search decides on."""
+
+
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
 TIMEOUT_CHECK_EVERY = 64  # search steps between two looks at the clock
 
@@ -99,32 +106,57 @@ class _Request:
     exact: ExactRequest
     cls: DeviceClass
     num_devices: int = 0
-    all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice]] = field(default_factory=list)
+    all_devices: list[tuple[DeviceID, SliceDevice, ResourceSlice, Pool]] = field(default_factory=list)
 
 
 _Chosen = tuple[_Request, DeviceID, SliceDevice, ResourceSlice]
 
 
-_ResultKey = tuple[str, str, str, str, int, str, str]
+_SliceKey = tuple[str, str, str, str, int]  # driver, pool, slice name, uid, resourceVersion
+_Verdicts = dict[tuple[str, str], bool]  # (device, expression) -> selector verdict
 
 
 class SelectorResults:
-    """Selector outcomes by (driver, pool, slice name, uid, resourceVersion, device, expression), kept across allocation
-    attempts: a device's attributes and capacity change only with its slice's resourceVersion, so a
-    selector's verdict on it holds until then (errors are not kept: they raise each time). Bounded: the
-    whole table is dropped when it reaches ``max_size``."""
+    """What is known of a slice's devices across allocation attempts: selector outcomes by (driver, pool,
+    slice name, uid, resourceVersion) and then (device, expression) — a device's attributes and capacity
+    change only with its slice's resourceVersion, so a selector's verdict on it holds until then (errors
+    are not kept: they raise each time) — and whether a device's capacities have a request policy.
+    Looked up through the parsed slice and device objects first (the object store re-parses a slice only
+    when its resourceVersion changes), which spares building the content key per device and node.
+    Bounded: everything is dropped when ``max_size`` verdicts are kept."""
 
     def __init__(self, max_size: int = 200_000) -> None:
         self._max = max_size
-        self._items: dict[_ResultKey, bool] = {}
+        self._size = 0
+        self._by_content: dict[_SliceKey, _Verdicts] = {}
+        self._by_object: dict[int, tuple[ResourceSlice, _Verdicts]] = {}
+        self._policies: dict[int, tuple[SliceDevice, bool]] = {}
 
-    def get(self, key: _ResultKey) -> bool | None:
-        return self._items.get(key)
+    def verdicts(self, s: ResourceSlice) -> _Verdicts:
+        """The slice's table of verdicts (read and filled by the caller through ``put``)."""
+        got = self._by_object.get(id(s))
+        if got is not None and got[0] is s:
+            return got[1]
+        key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version)
+        table = self._by_content.setdefault(key, {})
+        self._by_object[id(s)] = (s, table)
+        return table
 
-    def put(self, key: _ResultKey, value: bool) -> None:
-        if len(self._items) >= self._max:
-            self._items = {}
-        self._items[key] = value
+    def put(self, table: _Verdicts, device: str, expr: str, value: bool) -> None:
+        if self._size >= self._max:
+            self._size = 0
+            self._by_content = {}
+            self._by_object = {}
+            self._policies = {}
+        table[(device, expr)] = value
+        self._size += 1
+
+    def capacity_policy(self, dev: SliceDevice) -> bool:
+        """Whether any capacity of the device has a request policy."""
+        got = self._policies.get(id(dev))
+        if got is None or got[0] is not dev:
+            got = self._policies[id(dev)] = (dev, any(p.has_policy for p in dev.capacity_policies.values()))
+        return got[1]
 
 
 class Allocator:
@@ -147,6 +179,10 @@ class Allocator:
         self._class_cache: dict[str, DeviceClass | None] = {}
         # an ExactCount request's _Request does not depend on the node: made once per attempt
         self._requests: dict[tuple[int, int, str], _Request] = {}
+        self._plan_cache: tuple[tuple[ResourceClaim, ...], list[list[list[_Request]]]] | None = None
+        self._selected: dict[
+            tuple[int, str, int, int], tuple[ResourceSlice, ExactRequest, DeviceClass, bool]
+        ] = {}
         self.slices = slices
         self._index = index
         self.allocated = allocated
@@ -172,9 +208,12 @@ class Allocator:
     def _selectors_match(
         self, who: str, selectors: tuple[str, ...], did: DeviceID, dev: SliceDevice, s: ResourceSlice
     ) -> bool:
+        if not selectors:
+            return True
+        results = self._results
+        table = results.verdicts(s)
         for i, expr in enumerate(selectors):
-            key = (s.driver, s.pool, s.meta.name, s.meta.uid, s.meta.resource_version, dev.name, expr)
-            hit = self._results.get(key)
+            hit = table.get((dev.name, expr))
             if hit is None:
                 sel = self.cel.get(expr)
                 if sel.error is not None:
@@ -183,7 +222,7 @@ class Allocator:
                     hit = sel.matches(self._cel_device(did, dev))
                 except CELRuntimeError as e:
                     raise AllocationError(f"{who}: selector #{i}: CEL runtime error: {e}") from None
-                self._results.put(key, hit)
+                results.put(table, dev.name, expr, hit)
             if not hit:
                 return False
         return True
@@ -201,12 +240,87 @@ class Allocator:
         if self._index is None:
             self._index = SliceIndex(self.slices)
         pools = self._index.pools(node_name, labels)
+        one = self._one_device(claims, pools, node_name, labels)
+        if one is not None:
+            if expired is not None and expired():  # the search's first step looks at the clock
+                raise AllocationTimeout()
+            try:
+                found = self._first_device(one, pools, node_name, labels)
+            except _Undecided:  # a device the shortcut does not decide on: the search does, from scratch
+                return self._search(node_name, labels, claims, pools, expired)
+            if found is not None:
+                return Allocations(self, node_name, claims, [[found]])
+            if any(pool.invalid for pool in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        return self._search(node_name, labels, claims, pools, expired)
+
+    def _search(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        expired: Callable[[], bool] | None,
+    ) -> Sequence[dict[str, Any]] | None:
         search = _Search(self, node_name, labels, claims, pools, expired)
         if not search.run():
             if any(pool.invalid for pool in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         return Allocations(self, node_name, claims, search.results)
+
+    # ------------------------------------------------------------------------------ one device
+    def _one_device(
+        self, claims: list[ResourceClaim], pools: list[Pool], node_name: str, labels: Mapping[str, str]
+    ) -> _Request | None:
+        """The request when the claims ask for exactly one device and nothing that ties devices together:
+        one claim, one ``exactly`` request, ExactCount 1, no admin access, no capacity requests, no
+        constraints (what a claim from upstream's DRA templates asks). None otherwise."""
+        if len(claims) != 1:
+            return None
+        claim = claims[0]
+        if claim.constraints or len(claim.requests) != 1:
+            return None
+        exact = claim.requests[0].exactly
+        if (
+            exact is None
+            or exact.allocation_mode == ALLOCATION_MODE_ALL
+            or exact.count != 1
+            or exact.admin_access
+            or exact.capacity_requests
+        ):
+            return None
+        return self._plan(claims, pools, {}, node_name, labels)[0][0][0]
+
+    def _first_device(
+        self, r: _Request, pools: list[Pool], node_name: str, labels: Mapping[str, str]
+    ) -> _Taken | None:
+        """What the search's first step gives such a request: the first device in kube's order that is
+        free, matches and is not kept off by a taint, as ``take`` would record it; None when there is
+        none. Raises _Undecided on meeting a device whose taking involves more (counters, shared or
+        consumable capacity): the search itself must decide then."""
+        allocated = self.allocated
+        matches: dict[tuple[DeviceID, int, str], bool] = {}
+        for pool in pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in pool.slices:
+                for dev in s.devices:
+                    did = (pool.driver, pool.name, dev.name)
+                    if did in allocated or not self._selectable(r, did, dev, matches, s, node_name, labels):
+                        continue
+                    if (
+                        dev.allow_multiple_allocations
+                        or dev.consumes_counters
+                        or did in self.allocated_capacity
+                        or self._results.capacity_policy(dev)
+                    ):
+                        raise _Undecided()
+                    if dev.taints and taint_prevents_allocation(dev, r.exact):
+                        continue
+                    return _Taken(r, did, dev, s, pool, reserved=False, marked=True)
+        return None
 
     def _allocation(
         self, node_name: str, chosen: list[_Taken], ci: int, claim: ResourceClaim
@@ -222,6 +336,35 @@ class Allocator:
         if selector is not None:
             allocation["nodeSelector"] = selector
         return allocation
+
+    def _plan(
+        self,
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        matches: dict[tuple[DeviceID, int, str], bool],
+        node_name: str,
+        labels: Mapping[str, str],
+    ) -> list[list[list[_Request]]]:
+        """Claim -> request -> its alternatives (one for ``exactly``). Without an ``All`` request nothing
+        in it depends on the node: made once per attempt for the same claims (every node's search asks)."""
+        cached = self._plan_cache
+        if cached is not None and len(cached[0]) == len(claims) and all(map(operator.is_, cached[0], claims)):
+            return cached[1]
+        plan = [
+            [
+                [
+                    self._request(ci, claim, req.name, a, pools, matches, node_name, labels)
+                    for a in ([req.exactly] if req.exactly is not None else req.first_available)
+                ]
+                for req in claim.requests
+            ]
+            for ci, claim in enumerate(claims)
+        ]
+        if all(
+            r.exact.allocation_mode != ALLOCATION_MODE_ALL for reqs in plan for alts in reqs for r in alts
+        ):
+            self._plan_cache = (tuple(claims), plan)
+        return plan
 
     def _request(
         self,
@@ -267,7 +410,7 @@ class Allocator:
                     for dev in s.devices:
                         did = (pool.driver, pool.name, dev.name)
                         if self._selectable(r, did, dev, matches, s, node_name, labels):
-                            r.all_devices.append((did, dev, s))
+                            r.all_devices.append((did, dev, s, pool))
             r.num_devices = len(r.all_devices)
         else:
             r.num_devices = exact.count
@@ -289,9 +432,17 @@ class Allocator:
         hit = matches.get(key)
         if hit is not None:
             return hit
-        ok = self._selectors_match(
-            f"class {r.cls.name}", r.cls.selectors, did, dev, s
-        ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
+        # the selectors' verdict does not depend on the node: kept for the attempt, by the very slice
+        # and request objects (kept in the value, so that a reused id() never matches)
+        skey = (id(s), dev.name, id(r.exact), id(r.cls))
+        seen = self._selected.get(skey)
+        if seen is not None and seen[0] is s and seen[1] is r.exact and seen[2] is r.cls:
+            ok = seen[3]
+        else:
+            ok = self._selectors_match(
+                f"class {r.cls.name}", r.cls.selectors, did, dev, s
+            ) and self._selectors_match(f"claim {r.claim_key}", r.exact.selectors, did, dev, s)
+            self._selected[skey] = (s, r.exact, r.cls, ok)
         if ok and s.per_device_node_selection:
             ok = device_matches_node(node_name, labels, s, dev)
         matches[key] = ok
@@ -450,26 +601,18 @@ class _Search:
         self.expired = expired
         self.steps = 0
         self.matches: dict[tuple[DeviceID, int, str], bool] = {}
-        self.pool_of = {(p.driver, p.name): p for p in pools}
         self.counters = Counters(alloc.allocated)
         self.taking: dict[DeviceID, set[int]] = {}  # device -> claims taking it in this search
         self.results: list[list[_Taken]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, dict[str, Fraction]] = {}  # capacity taken by shares so far
         self.share_count: dict[DeviceID, int] = {}
         # claim -> request -> alternatives (one for exactly); claim -> constraints
-        self.requests: list[list[list[_Request]]] = []
-        self.constraints: list[list[MatchAttribute]] = []  # DistinctAttribute is one too
-        for ci, claim in enumerate(claims):
-            self.requests.append(
-                [
-                    [
-                        alloc._request(ci, claim, req.name, a, pools, self.matches, node_name, labels)
-                        for a in ([req.exactly] if req.exactly is not None else req.first_available)
-                    ]
-                    for req in claim.requests
-                ]
-            )
-            self.constraints.append([_constraint(claim, i, c) for i, c in enumerate(claim.constraints)])
+        self.requests = alloc._plan(claims, pools, self.matches, node_name, labels)
+        # constraints keep the values of the devices taken: new ones per search
+        self.constraints: list[list[MatchAttribute]] = [  # DistinctAttribute is one too
+            [_constraint(claim, i, c) for i, c in enumerate(claim.constraints)] if claim.constraints else []
+            for claim in claims
+        ]
 
     # ------------------------------------------------------------------------------ taking devices
     def in_use(self, did: DeviceID) -> bool:
@@ -490,14 +633,19 @@ class _Search:
         return True
 
     def take(
-        self, r: _Request, did: DeviceID, dev: SliceDevice, sl: ResourceSlice, must: bool = False
+        self,
+        r: _Request,
+        did: DeviceID,
+        dev: SliceDevice,
+        sl: ResourceSlice,
+        pool: Pool,
+        must: bool = False,
     ) -> _Taken | None:
         """kube's allocateDevice: the device for the request's next slot, or None if it cannot be had.
         ``must`` (allocationMode All): a constraint excluding the device is an AllocationError."""
         if not self._available_to(r, did, dev):
             return None
         multi = dev.allow_multiple_allocations
-        pool = self.pool_of[(did[0], did[1])]
         # a shared device whose capacity is in use already had its counters counted
         shared_in_use = multi and (did in self.alloc.allocated_capacity or self.share_count.get(did, 0) > 0)
         reserved = bool(dev.consumes_counters) and not shared_in_use
@@ -520,7 +668,14 @@ class _Search:
         t.marked = not multi
         if t.marked:
             self.taking.setdefault(did, set()).add(r.claim_index)
-        if not capacity.fits(
+        # nothing requested, nothing consumed and no request policy on the device's capacities: it fits
+        # (capacity.fits' own first answer, without its walk over the device's capacities every time)
+        if (
+            r.exact.capacity_requests
+            or did in self.alloc.allocated_capacity
+            or did in self.allocating
+            or self.alloc._results.capacity_policy(dev)
+        ) and not capacity.fits(
             r.exact.capacity_requests,
             dev.capacity_policies,
             self.alloc.allocated_capacity.get(did, {}),
@@ -590,11 +745,11 @@ class _Search:
                         return None if taken else False
                     t: _Taken | None = None
                     if is_all:
-                        did, dev, sl = r.all_devices[di]
-                        t = self.take(r, did, dev, sl, must=True)
+                        did, dev, sl, pool = r.all_devices[di]
+                        t = self.take(r, did, dev, sl, pool, must=True)
                     else:
-                        for did, dev, sl in self._candidates(r):
-                            t = self.take(r, did, dev, sl)
+                        for did, dev, sl, pool in self._candidates(r):
+                            t = self.take(r, did, dev, sl, pool)
                             if t is not None:
                                 break
                     if t is None:
@@ -629,10 +784,11 @@ class _Search:
         if len(self.results[ci]) + r.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             return False
         if is_all:
-            did, dev, sl = r.all_devices[di]
-            return self._try(ci, ri, r, di, self.take(r, did, dev, sl, must=True))
+            did, dev, sl, pool = r.all_devices[di]
+            return self._try(ci, ri, r, di, self.take(r, did, dev, sl, pool, must=True))
         return any(
-            self._try(ci, ri, r, di, self.take(r, did, dev, sl)) for did, dev, sl in self._candidates(r)
+            self._try(ci, ri, r, di, self.take(r, did, dev, sl, pool))
+            for did, dev, sl, pool in self._candidates(r)
         )
 
     def _try(self, ci: int, ri: int, r: _Request, di: int, t: _Taken | None) -> bool:
@@ -644,7 +800,7 @@ class _Search:
         self.untake(t)
         return False
 
-    def _candidates(self, r: _Request) -> Iterator[tuple[DeviceID, SliceDevice, ResourceSlice]]:
+    def _candidates(self, r: _Request) -> Iterator[tuple[DeviceID, SliceDevice, ResourceSlice, Pool]]:
         """The node's devices in kube's order (pools, slices, devices) that are free for the request and
         match its class and selectors. A generator: devices taken by deeper steps are seen as in use."""
         for pool in self.pools:
@@ -659,7 +815,7 @@ class _Search:
                     elif self.in_use(did):
                         continue
                     if self.alloc._selectable(r, did, dev, self.matches, s, self.node_name, self.labels):
-                        yield did, dev, s
+                        yield did, dev, s, pool
 
     # ------------------------------------------------------------------------------ results
     @staticmethod

@@ -14,11 +14,18 @@ PreEnqueue again on every update of a held pod, which covers the same change.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from pyscheduler.framework.dra import ResourceClaim
-from pyscheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from pyscheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    HintIndex,
+    QueueingHint,
+    Resource,
+)
 from pyscheduler.framework.types import Pod
 from pyscheduler.plugins.dynamic_resources.claims import ClaimLookupError, pod_claims
 from pyscheduler.plugins.dynamic_resources.common import log
@@ -35,7 +42,9 @@ class Hints(PluginBase):
                 )
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.RESOURCE_CLAIM, add_update), self.is_schedulable_after_claim_change
+                ClusterEvent(Resource.RESOURCE_CLAIM, add_update),
+                self.is_schedulable_after_claim_change,
+                CLAIM_INDEX,
             ),
             ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, add_update)),
             ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, add_update)),
@@ -68,21 +77,41 @@ class Hints(PluginBase):
 
 def _may_name(pod: Pod, claim: ResourceClaim) -> bool:
     """Whether ``claim`` may be one of the pod's claims: same namespace and one of the names the pod's
-    claims have. False also when a template's claim is not named in the pod's status yet (the lookup
-    fails then, so kube skips)."""
-    if claim.meta.namespace != pod.namespace:
-        return False
-    name = claim.meta.name
+    claims have (``claim_keys``)."""
+    return (claim.meta.namespace, claim.meta.name) in claim_keys(pod)
+
+
+def claim_keys(pod: Pod) -> list[tuple[str, str]]:
+    """(namespace, name) of each claim the pod names: ``resourceClaimName``, or for a template the name
+    the resourceclaim controller wrote into the pod's status. Stops at a template whose claim is not
+    named yet: the pod's claim lookups fail then whatever the other names, so kube's hint skips every
+    claim that is not being deallocated."""
+    ns = pod.namespace
+    out: list[tuple[str, str]] = []
     for pc in pod.resource_claims:
         if pc.get("resourceClaimName"):
-            if pc["resourceClaimName"] == name:
-                return True
+            out.append((ns, pc["resourceClaimName"]))
             continue
         for st in pod.resource_claim_statuses:
             if st.get("name") == pc.get("name"):
-                if st.get("resourceClaimName") == name:
-                    return True
-                break
+                if st.get("resourceClaimName"):
+                    out.append((ns, st["resourceClaimName"]))
+                break  # a status without a name: the template needed no claim
         else:
-            return False  # not created yet: pod_claims would fail, the hint skips
-    return False
+            break  # not created yet: pod_claims would fail, the hint skips
+    return out
+
+
+def _claim_event_keys(old: Any, new: Any) -> list[Hashable] | None:
+    """The key of the claim an add/update is about; None (every pod waiting may be concerned) when the
+    hint would queue without looking at the pod's names: not a claim, or the claim was deallocated."""
+    if not isinstance(new, ResourceClaim) or (old is not None and not isinstance(old, ResourceClaim)):
+        return None
+    if old is not None and old.allocated and not new.allocated:
+        return None
+    return [(new.meta.namespace, new.meta.name)]
+
+
+# The claim hint's index: a claim event asks only the waiting pods that name that claim (the queue's
+# HintIndex; is_schedulable_after_claim_change skips every other pod unless the claim was deallocated).
+CLAIM_INDEX = HintIndex(pod_keys=claim_keys, event_keys=_claim_event_keys)

@@ -65,12 +65,15 @@ def test_claim_hint_answers_as_the_full_lookup_on_random_pods_and_claims(
 ) -> None:
     """The hint's shortcut (a claim the pod cannot name is skipped before any lookup) never changes its
     answer: direct and template claims, templates not created yet or needing no claim, claims missing,
-    being deleted, not owned by the pod, in other namespaces; adds, status changes, deallocations."""
+    being deleted, not owned by the pod, in other namespaces; adds, status changes, deallocations. And
+    the queue's index keeps the same promise: an event whose keys the pod does not hold is one the full
+    lookup skips for that pod (so the queue may leave the pod out)."""
     import random
 
     from pyscheduler.plugins.dynamic_resources import hints
 
     rng = random.Random(14)
+    skipped = 0
     names = ["a", "b", "c", "d"]
     alloc = {"allocation": ALLOC_NODE1}
     for _ in range(400):
@@ -113,11 +116,20 @@ def test_claim_hint_answers_as_the_full_lookup_on_random_pods_and_claims(
             m.setattr(hints, "_may_name", lambda pod, claim: True)
             want = w.plugin.is_schedulable_after_claim_change(*args)
         assert got == want, (pod.resource_claims, pod.resource_claim_statuses, kind, ns, name)
+        index = hints.CLAIM_INDEX
+        event_keys = index.event_keys(*args[1:])
+        assert (event_keys is None) == (kind == "deallocate")
+        if event_keys is not None and not set(event_keys) & set(index.pod_keys(pod)):
+            skipped += 1
+            assert want == QueueingHint.SKIP, (pod.resource_claims, pod.resource_claim_statuses, kind, ns)
+    assert skipped > 50  # the index leaves pods out in a good part of the cases
 
 
 def test_registered_events() -> None:
     w = World()
     registered = {e.event.resource for e in w.plugin.events_to_register()}
+    indexed = [e.event.resource for e in w.plugin.events_to_register() if e.index is not None]
+    assert indexed == [Resource.RESOURCE_CLAIM]
     assert registered == {
         Resource.NODE,
         Resource.RESOURCE_CLAIM,
