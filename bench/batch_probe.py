@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import yaml
 
 from pyscheduler.testing.cluster import LocalCluster, free_port, spawn_logged, stop_process_group
 from pyscheduler.testing.daemon import SchedulerProcess
+from pyscheduler.testing.kube import https_getter, kube_scheduler_argv
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 PROFILES: dict[str, list[dict[str, Any]]] = {
@@ -73,23 +73,8 @@ def kube_scheduler(cluster: LocalCluster, profile: str, gates: str = "") -> Iter
     d = Path(tempfile.mkdtemp(prefix="batch-probe-kube-"))
     (d / "config.yaml").write_text(yaml.safe_dump(config(profile, cluster.kubeconfig)))
     port = free_port()
-    argv = [
-        cluster.binary("kube-scheduler"),
-        f"--config={d / 'config.yaml'}",
-        f"--secure-port={port}",
-        "--bind-address=127.0.0.1",
-        f"--cert-dir={d}",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-        "--v=1",
-        *([f"--feature-gates={gates}"] if gates else []),
-    ]
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-
-    def get(path: str) -> str:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=5, context=ctx) as r:
-            return str(r.read().decode())
+    argv = kube_scheduler_argv(cluster, d / "config.yaml", port, gates)
+    get = https_getter(port)
 
     proc: subprocess.Popen[bytes] = spawn_logged(argv, d / "kube-scheduler.log")
     try:

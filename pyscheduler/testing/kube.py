@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ssl
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pyscheduler.framework.quantity import int_value, milli_value
@@ -22,6 +25,34 @@ def eventually(fn: Callable[[], T], timeout: float = 30.0, interval: float = 0.2
             return last  # type: ignore[no-any-return]
         time.sleep(interval)
     raise AssertionError(f"{what or 'condition'} not met within {timeout}s (last value: {last!r})")
+
+
+def kube_scheduler_argv(cluster: LocalCluster, config: Path, port: int, gates: str = "") -> list[str]:
+    """The real kube-scheduler with ``config`` on ``127.0.0.1:port`` (certificates beside the config), its
+    health and /metrics paths readable without credentials, as the parity tests and probes read them."""
+    return [
+        cluster.binary("kube-scheduler"),
+        f"--config={config}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        f"--cert-dir={config.parent}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        "--v=1",
+        *([f"--feature-gates={gates}"] if gates else []),
+    ]
+
+
+def https_getter(port: int) -> Callable[[str], str]:
+    """GET a path of a loopback HTTPS server with a self-signed certificate (a scheduler's /metrics)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+
+    def get(path: str) -> str:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=5, context=ctx) as r:
+            return str(r.read().decode())
+
+    return get
 
 
 def create(cluster: LocalCluster, obj: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import ssl
 import subprocess
 import tempfile
 import time
@@ -33,7 +32,7 @@ from pyscheduler.metrics import DELIBERATE_ABSENCES, NOT_YET_EXPOSED
 from pyscheduler.testing import make_pod
 from pyscheduler.testing.cluster import LocalCluster, _set_pdeathsig, free_port
 from pyscheduler.testing.daemon import SchedulerProcess
-from pyscheduler.testing.kube import create, eventually, get_pod, node_of
+from pyscheduler.testing.kube import create, eventually, get_pod, https_getter, kube_scheduler_argv, node_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -91,23 +90,8 @@ def kube_scheduler(cluster: LocalCluster, lease: str) -> Iterator[Callable[[], s
     (d / "config.yaml").write_text(yaml.safe_dump(_config(lease, cluster.kubeconfig)))
     port = free_port()
     log = d / "kube-scheduler.log"
-    argv = [
-        cluster.binary("kube-scheduler"),
-        f"--config={d / 'config.yaml'}",
-        f"--secure-port={port}",
-        "--bind-address=127.0.0.1",
-        f"--cert-dir={d}",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-        "--v=1",
-        *_gates_flag(),
-    ]
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-
-    def get(path: str) -> str:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=5, context=ctx) as r:
-            return str(r.read().decode())
+    argv = kube_scheduler_argv(cluster, d / "config.yaml", port, os.environ.get("PARITY_FEATURE_GATES", ""))
+    get = https_getter(port)
 
     with open(log, "ab") as f:
         proc = subprocess.Popen(
