@@ -4,6 +4,10 @@ ReplicationControllers), kept current by the watches and read through the ``Clus
 
 Objects are stored as the API's JSON minus ``managedFields`` and the last-applied annotation; plugins
 treat them as read-only. Lookups are by (kind, namespace, name); cluster-scoped kinds use namespace "".
+
+``version(kind)`` counts the puts and removes of a kind: a plugin that derives something from objects of
+some kinds (NodeVolumeLimits: the volumes of the pods on a node) may keep it across cycles while the
+versions it read before deriving it are unchanged.
 """
 
 from __future__ import annotations
@@ -38,14 +42,21 @@ class ObjectStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kinds: dict[str, dict[str, JSON]] = {}
+        self._versions: dict[str, int] = {}
 
     def put(self, kind: str, obj: JSON) -> None:
         with self._lock:
             self._kinds.setdefault(kind, {})[object_key(obj)] = obj
+            self._versions[kind] = self._versions.get(kind, 0) + 1
 
     def remove(self, kind: str, obj: Mapping[str, Any]) -> None:
         with self._lock:
             self._kinds.get(kind, {}).pop(object_key(obj), None)
+            self._versions[kind] = self._versions.get(kind, 0) + 1
+
+    def version(self, kind: str) -> int:
+        """How many times objects of ``kind`` were put or removed: unchanged, no object of it changed."""
+        return self._versions.get(kind, 0)
 
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         with self._lock:

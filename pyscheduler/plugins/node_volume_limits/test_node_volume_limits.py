@@ -112,7 +112,18 @@ def run(
     state = make_cycle_state()
     _, pre = pl.pre_filter(state, pod, [info])
     assert pre is None
-    return pl.filter(state, pod, info)
+    status = pl.filter(state, pod, info)
+    # the node-batch Filter answers the same, in that cycle and in the next (with the node's usage kept)
+    assert [_seen(s) for s in pl.filter_nodes(state, pod, [info])] == [_seen(status)]
+    again = make_cycle_state()
+    assert pl.pre_filter(again, pod, [info])[1] is None
+    assert [_seen(s) for s in pl.filter_nodes(again, pod, [info, info])] == [_seen(status)] * 2
+    return status
+
+
+def _seen(s: Status | None) -> tuple[Code, tuple[str, ...], str] | None:
+    """What a user sees of a status (errors carry distinct exception objects)."""
+    return None if s is None else (s.code, s.reasons, s.plugin)
 
 
 # ---------------------------------------------------------------------------------- PreFilter
@@ -512,6 +523,43 @@ def test_filter_without_pre_filter() -> None:
     status = pl.filter(make_cycle_state(), claims("p", "b").obj(), info)
     assert status is not None and status.reasons == (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)
     assert pl.filter(make_cycle_state(), make_pod("q").obj(), info) is None
+
+
+def test_usage_kept_across_cycles_follows_every_change() -> None:
+    """The node's usage is kept from one cycle to the next, yet each change to what it comes from (the
+    node's pods, a claim's volume, the CSINode's limit, a VolumeAttachment) shows in the next cycle."""
+    store = ObjectStore()
+    for obj in (*CSI_OBJS, csi_pv("pv-d"), csi_node("n1", ebs_csi_aws_com=2)):
+        store.put(obj["kind"], dict(obj))
+    pl = NodeVolumeLimits(make_handle(object_store=store))
+    info = make_node_info(make_node("n1"), claims("e", "a"))
+    pod = claims("p", "b").obj()
+
+    def cycle() -> Status | None:
+        state = make_cycle_state()
+        assert pl.pre_filter(state, pod, [info])[1] is None
+        [status] = pl.filter_nodes(state, pod, [info])
+        # a plugin that keeps nothing (no usage of earlier cycles) agrees
+        fresh = NodeVolumeLimits(make_handle(object_store=store))
+        assert _seen(fresh.filter(make_cycle_state(), pod, info)) == _seen(status)
+        return status
+
+    assert cycle() is None  # a, and b coming: 2 of 2
+    info.add_pod(claims("f", "c").obj())
+    assert code(cycle()) == Code.UNSCHEDULABLE  # a, c, and b: 3 of 2
+    store.put("PersistentVolumeClaim", pvc("c", "pv-b"))
+    assert cycle() is None  # c now mounts b's volume: b is attached already
+    store.put("PersistentVolumeClaim", pvc("c", "pv-c"))
+    assert code(cycle()) == Code.UNSCHEDULABLE
+    store.put("CSINode", csi_node("n1", ebs_csi_aws_com=3))
+    assert cycle() is None  # 3 of 3
+    store.put("VolumeAttachment", va("va-d", "n1", "pv-d"))
+    assert code(cycle()) == Code.UNSCHEDULABLE  # d attached besides: 4 of 3
+    store.remove("VolumeAttachment", va("va-d", "n1", "pv-d"))
+    assert cycle() is None
+    info.remove_pod(claims("f", "c").obj())
+    store.put("CSINode", csi_node("n1", ebs_csi_aws_com=1))
+    assert code(cycle()) == Code.UNSCHEDULABLE  # a, and b: 2 of 1
 
 
 # ------------------------------------------------------------------------------------ helpers
