@@ -337,7 +337,12 @@ class NodeVolumeLimits:
         return None
 
     def _node_usage(
-        self, objects: ClusterObjects, st: _State, node_info: NodeInfo, node_name: str, csi_node: JSONMap | None
+        self,
+        objects: ClusterObjects,
+        st: _State,
+        node_info: NodeInfo,
+        node_name: str,
+        csi_node: JSONMap | None,
     ) -> _Usage:
         """The node's _Usage derived now (and kept when the store keeps versions)."""
         kept = self._kept(st)
