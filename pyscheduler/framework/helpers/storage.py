@@ -63,6 +63,16 @@ def store_versions(objects: ClusterObjects, kinds: Sequence[str]) -> tuple[int, 
     return tuple(version(k) for k in kinds)
 
 
+def store_changes(objects: ClusterObjects, kind: str, since: int) -> set[str] | None:
+    """The keys (``<namespace>/<name>``) of the objects of ``kind`` changed after version ``since``
+    (``ObjectStore.changed``); None when the store cannot tell."""
+    changed = getattr(objects, "changed", None)
+    if changed is None:
+        return None
+    keys: set[str] | None = changed(kind, since)
+    return keys
+
+
 def meta(obj: JSONMap) -> JSONMap:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
