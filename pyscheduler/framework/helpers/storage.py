@@ -7,7 +7,7 @@ Everything works on the API's JSON (``Mapping[str, Any]``) as ``handle.objects``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -52,6 +52,25 @@ def list_optional(objects: ClusterObjects, kind: str) -> Iterable[JSONMap]:
         return list(objects.list(kind))
     except _OPTIONAL_ERRORS:
         return []
+
+
+def store_versions(objects: ClusterObjects, kinds: Sequence[str]) -> tuple[int, ...] | None:
+    """The object store's change counts of these kinds (``ObjectStore.version``), or None when the
+    store keeps none: then nothing derived from its objects may be kept across cycles."""
+    version = getattr(objects, "version", None)
+    if version is None:
+        return None
+    return tuple(version(k) for k in kinds)
+
+
+def store_changes(objects: ClusterObjects, kind: str, since: int) -> set[str] | None:
+    """The keys (``<namespace>/<name>``) of the objects of ``kind`` changed after version ``since``
+    (``ObjectStore.changed``); None when the store cannot tell."""
+    changed = getattr(objects, "changed", None)
+    if changed is None:
+        return None
+    keys: set[str] | None = changed(kind, since)
+    return keys
 
 
 def meta(obj: JSONMap) -> JSONMap:

@@ -22,13 +22,22 @@ Behaviour (kube-scheduler 1.36, pkg/scheduler/framework/plugins/nodevolumelimits
 Cluster objects read from ``handle.objects``: PersistentVolumeClaim, PersistentVolume,
 StorageClass, CSINode and (when served) VolumeAttachment.
 
+Cost: what a node has (its limits, the volumes its pods use, the attachments counted) does not depend
+on the incoming pod, so it is derived once and kept across cycles, per node, while the NodeInfo's
+generation (its node and pods) is the one it was derived from and none of the claims, volumes and the
+CSINode it read has changed since: the object store counts the changes per kind and names the objects
+changed (``ObjectStore.version`` / ``changed``), and each PreFilter drops the usages that read one of
+them. Any change of a StorageClass or VolumeAttachment (or of a PV while VolumeAttachments exist, or
+more changes than the store remembers) drops them all. Filter then only sets the pod's new volumes
+against the node's usage (``filter_nodes`` for a whole batch). SchedulingCSIPVs at 5,000 nodes
+(``python -m bench.csipvs_cycle``, in-process): 10.1 CPU ms per pod before, 0.8 after.
+
 Extension points: PreFilter, Filter, EnqueueExtensions. Args: none.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +62,8 @@ from pyscheduler.framework.helpers.storage import (
     list_optional,
     meta,
     spec,
+    store_changes,
+    store_versions,
 )
 from pyscheduler.framework.interfaces import ClusterObjects, Handle, PreFilterResult
 from pyscheduler.framework.registry import PluginSpec
@@ -102,12 +113,44 @@ class _Vol:
 @dataclass(slots=True)
 class _State:
     new_volumes: list[_Vol]
+    # the object store's versions of the kinds a node's usage is derived from, read at PreFilter (None:
+    # the store keeps none, so nothing is kept across cycles)
+    versions: tuple[int, ...] | None = None
+    # the new volumes (<driver>/<handle> -> limit key) or the error they give, where no node can change
+    # that (no in-tree volume, whose counting depends on the node's CSINode); None: per node
+    fixed_new: tuple[dict[str, str], Status | None] | None = None
     # per-cycle caches shared by clones (filled by Filter; same values whoever fills them)
-    existing: dict[str, list[_Vol]] = field(default_factory=dict)
+    existing: dict[str, tuple[list[_Vol], list[tuple[str, str]]]] = field(default_factory=dict)
     attachments: dict[str, list[tuple[str, str]]] | None = None
 
     def clone(self) -> _State:
         return self
+
+
+@dataclass(frozen=True, slots=True)
+class _Usage:
+    """What a node has, for any incoming pod: its limits, the volumes its pods use (<driver>/<handle> ->
+    limit key), how many are attached per limit key (its pods' and other VolumeAttachments'), or the
+    error one of its pods' volumes gives (returned once the incoming pod has a volume to count)."""
+
+    limits: dict[str, int]
+    attached: dict[str, str]
+    used: dict[str, int]
+    error: Status | None
+    # the fewest attachments left under any of the node's limits (-1 with an error; a large number
+    # without limits): a pod with no more new volumes than that fits
+    min_room: int
+    # what it was derived from besides the store's objects: the NodeInfo's generation (node and pods)
+    generation: int
+
+
+# the kinds a node's _Usage is derived from, besides the NodeInfo: claims, volumes, classes (unbound
+# claims count under their class's provisioner), CSINodes and VolumeAttachments
+_VERSIONED_KINDS = (PVC, PV, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
+
+_NO_LIMIT = 1 << 62
+
+_EXCEEDED = Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
 
 
 def has_attachable_volume(pod: Pod) -> bool:
@@ -146,9 +189,27 @@ class NodeVolumeLimits:
         self._handle = handle
         # unbound claims count as volumes of their own; the prefix keeps them apart from real handles
         self._random_prefix = secrets.token_hex(16)
+        # node name -> its usage, kept across cycles while the NodeInfo's generation is the one it was
+        # derived from and, of the objects it was derived from, none changed: the store's versions of
+        # _VERSIONED_KINDS are ``_usage_versions``, moved on by ``_sync_kept`` (which drops the usages
+        # that read an object changed since)
+        self._usage: dict[str, _Usage] = {}
+        self._usage_versions: tuple[int, ...] | None = None
+        # (kind, key) of a claim, volume or CSINode -> the nodes whose kept usage read it (or once did)
+        self._deps: dict[tuple[str, str], set[str]] = {}
+        # whether a kept usage was derived while VolumeAttachments existed (then any PV change drops
+        # them all: which attachments count depends on the PVs they name)
+        self._usage_saw_attachments = False
+        self._attachments_listed = False  # whether the last listing of VolumeAttachments found any
+        # VolumeAttachments by node, with the (PV, VolumeAttachment) versions they were read at
+        self._attachments_cache: tuple[tuple[int, int], dict[str, list[tuple[str, str]]]] | None = None
 
     # -- resolving a pod's volumes --------------------------------------------------------------
-    def _resolve(self, objects: ClusterObjects, pod: Pod, new_pod: bool) -> list[_Vol]:
+    def _resolve(
+        self, objects: ClusterObjects, pod: Pod, new_pod: bool, deps: list[tuple[str, str]] | None = None
+    ) -> list[_Vol]:
+        """The pod's attachable volumes; ``deps`` gets the (kind, key) of each claim and volume read,
+        found or not (a StorageClass read is not named: any change of one drops every kept usage)."""
         out: list[_Vol] = []
         for vol in pod.volumes:
             src = vol.get("persistentVolumeClaim")
@@ -166,6 +227,8 @@ class NodeVolumeLimits:
             if not claim:
                 out.append(_Vol(error=Status.as_error("PersistentVolumeClaim had no name", plugin=NAME)))
                 break
+            if deps is not None:
+                deps.append((PVC, f"{pod.namespace}/{claim}"))
             pvc = objects.get(PVC, pod.namespace, claim)
             if pvc is None:
                 if new_pod:
@@ -180,7 +243,7 @@ class NodeVolumeLimits:
                 )
                 out.append(_Vol(error=Status.as_error(msg, plugin=NAME)))
                 break
-            driver, handle, plugin = self._driver_info(objects, pvc)
+            driver, handle, plugin = self._driver_info(objects, pvc, deps)
             if driver and handle:
                 out.append(_Vol(f"{driver}/{handle}", csi_attach_limit_key(driver), plugin))
         return out
@@ -200,9 +263,13 @@ class NodeVolumeLimits:
             return _Vol(plugin=t.plugin, error=Status.as_error(msg, plugin=NAME))
         return _Vol(f"{t.driver}/{handle}", csi_attach_limit_key(t.driver), t.plugin)
 
-    def _driver_info(self, objects: ClusterObjects, pvc: JSONMap) -> tuple[str, str, str]:
+    def _driver_info(
+        self, objects: ClusterObjects, pvc: JSONMap, deps: list[tuple[str, str]] | None = None
+    ) -> tuple[str, str, str]:
         """(driver, volume handle, in-tree plugin or "") of a claim; empty when not countable."""
         pv_name = str(spec(pvc).get("volumeName") or "")
+        if pv_name and deps is not None:
+            deps.append((PV, f"/{pv_name}"))
         pv = objects.get(PV, "", pv_name) if pv_name else None
         if pv is None:
             return self._driver_info_from_class(objects, pvc)
@@ -249,8 +316,15 @@ class NodeVolumeLimits:
     def _attachments(self, objects: ClusterObjects, st: _State) -> dict[str, list[tuple[str, str]]]:
         """VolumeAttachments by node: (<attacher>/<handle>, limit key) of attached CSI PVs."""
         if st.attachments is None:
+            key = (st.versions[1], st.versions[4]) if st.versions is not None else None
+            cached = self._attachments_cache
+            if key is not None and cached is not None and cached[0] == key:
+                st.attachments = cached[1]
+                return cached[1]
             by_node: dict[str, list[tuple[str, str]]] = {}
-            for va in list_optional(objects, VOLUME_ATTACHMENT):
+            listed = list_optional(objects, VOLUME_ATTACHMENT)
+            self._attachments_listed = bool(listed)
+            for va in listed:
                 s = spec(va)
                 attacher = str(s.get("attacher") or "")
                 source = s.get("source")
@@ -266,7 +340,77 @@ class NodeVolumeLimits:
                     (unique, csi_attach_limit_key(attacher))
                 )
             st.attachments = by_node
+            if key is not None:
+                self._attachments_cache = (key, by_node)
         return st.attachments
+
+    def _kept(self, st: _State) -> dict[str, _Usage] | None:
+        """The usages kept for the store's versions this cycle read, if any may be kept."""
+        versions = st.versions
+        if versions is None or versions != self._usage_versions:
+            return None
+        return self._usage
+
+    def _kept_usage(self, st: _State, node_info: NodeInfo, node_name: str) -> _Usage | None:
+        """The node's _Usage kept from an earlier cycle, if derived from this NodeInfo generation."""
+        kept = self._kept(st)
+        usage = kept.get(node_name) if kept is not None else None
+        if usage is not None and usage.generation == node_info.generation:
+            return usage
+        return None
+
+    def _node_usage(
+        self,
+        objects: ClusterObjects,
+        st: _State,
+        node_info: NodeInfo,
+        node_name: str,
+        csi_node: JSONMap | None,
+    ) -> _Usage:
+        """The node's _Usage derived now (and kept when the store keeps versions)."""
+        kept = self._kept(st)
+        limits = node_volume_limits(node_info, csi_node)
+        attached: dict[str, str] = {}
+        used: dict[str, int] = {}
+        error: Status | None = None
+        deps: list[tuple[str, str]] = [(CSI_NODE, f"/{node_name}")]
+        if limits:  # without limits the node fits whatever its pods use: nothing more to derive
+            for pi in node_info.pods:
+                found = st.existing.get(pi.pod.uid)
+                if found is None:
+                    pod_deps: list[tuple[str, str]] = []
+                    found = (self._resolve(objects, pi.pod, False, pod_deps), pod_deps)
+                    st.existing[pi.pod.uid] = found
+                deps.extend(found[1])
+                error = self._collect(found[0], csi_node, attached)
+                if error is not None:
+                    break
+            if error is None:
+                for key in attached.values():
+                    used[key] = used.get(key, 0) + 1
+                seen: set[str] = set()
+                attachments = self._attachments(objects, st)
+                if self._attachments_listed:
+                    self._usage_saw_attachments = True
+                for unique, key in attachments.get(node_name, ()):
+                    if unique not in attached and unique not in seen:
+                        seen.add(unique)
+                        used[key] = used.get(key, 0) + 1
+        if error is not None:
+            min_room = -1
+        else:
+            min_room = min((n - used.get(k, 0) for k, n in limits.items()), default=_NO_LIMIT)
+        usage = _Usage(limits, attached, used, error, min_room, node_info.generation)
+        if kept is not None:
+            kept[node_name] = usage
+            index = self._deps
+            for dep in deps:
+                names = index.get(dep)
+                if names is None:
+                    index[dep] = {node_name}
+                else:
+                    names.add(node_name)
+        return usage
 
     # -- extension points ----------------------------------------------------------------------
     def pre_filter(
@@ -274,60 +418,125 @@ class NodeVolumeLimits:
     ) -> tuple[PreFilterResult | None, Status | None]:
         if not has_attachable_volume(pod):
             return None, Status.skip(NAME)
-        state.write(STATE_KEY, _State(self._resolve(self._handle.objects, pod, True)))
+        state.write(STATE_KEY, self._new_state(pod, len(nodes)))
         return None, None
+
+    def _new_state(self, pod: Pod, nodes: int) -> _State:
+        objects = self._handle.objects
+        # the versions are read before any object, so that what is derived from the objects read after
+        # is at least as new as the versions it is stamped with
+        versions = store_versions(objects, _VERSIONED_KINDS)
+        self._sync_kept(objects, versions, nodes)
+        new_volumes = self._resolve(objects, pod, True)
+        st = _State(new_volumes, versions)
+        if not any(v.plugin for v in new_volumes):
+            fixed: dict[str, str] = {}
+            st.fixed_new = (fixed, self._collect(new_volumes, None, fixed))
+        return st
 
     def pre_filter_extensions(self) -> None:
         return None
 
+    def _sync_kept(self, objects: ClusterObjects, versions: tuple[int, ...] | None, nodes: int) -> None:
+        """Bring the kept usages to ``versions``: drop those that read an object changed since the
+        versions they were kept at, or all of them where that cannot be told (a StorageClass or
+        VolumeAttachment changed, a PV changed while VolumeAttachments counted, more changes than the
+        store remembers), and all of them when they have outgrown the cluster (nodes that went away)."""
+        old = self._usage_versions
+        # (the index needs no such bound: a key leaves it when its object changes or goes)
+        if nodes and len(self._usage) > 2 * nodes + 64:
+            self._drop_kept()
+        if versions == old:
+            return
+        self._usage_versions = versions
+        if versions is None or old is None:
+            self._drop_kept()
+            return
+        for kind, before, now in zip(_VERSIONED_KINDS, old, versions, strict=True):
+            if before == now:
+                continue
+            if kind in (STORAGE_CLASS, VOLUME_ATTACHMENT) or (kind == PV and self._usage_saw_attachments):
+                self._drop_kept()
+                return
+            keys = store_changes(objects, kind, before)
+            if keys is None:
+                self._drop_kept()
+                return
+            for key in keys:
+                for name in self._deps.pop((kind, key), ()):
+                    self._usage.pop(name, None)
+
+    def _drop_kept(self) -> None:
+        self._usage = {}
+        self._deps = {}
+        self._usage_saw_attachments = False
+
+    def _state(self, state: CycleState, pod: Pod) -> _State:
+        st = state.get(STATE_KEY)
+        if not isinstance(st, _State):
+            st = self._new_state(pod, 0)
+            state.write(STATE_KEY, st)
+        return st
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not pod.volumes:
             return None
+        return self._filter(self._handle.objects, self._state(state, pod), node_info)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        if not pod.volumes:
+            return [None] * len(nodes)
+        objects = self._handle.objects
+        st = self._state(state, pod)
+        f = self._filter
+        kept = self._kept(st)
+        if st.fixed_new is None or kept is None:
+            return [f(objects, st, ni) for ni in nodes]
+        new_volumes, err = st.fixed_new
+        if err is not None:
+            return [f(objects, st, ni) for ni in nodes]
+        if not new_volumes:
+            return [None] * len(nodes)
+        # _filter's common case inline: the new volumes known, each node's usage kept from before
+        count, verdict = len(new_volumes), _verdict
+        out: list[Status | None] = []
+        for ni in nodes:
+            node = ni.node
+            usage = kept.get(node.name) if node is not None else None
+            if usage is None or usage.generation != ni.generation:
+                out.append(f(objects, st, ni))
+            elif count <= usage.min_room:
+                out.append(None)
+            else:
+                out.append(verdict(usage, new_volumes))
+        return out
+
+    def _filter(self, objects: ClusterObjects, st: _State, node_info: NodeInfo) -> Status | None:
         node = node_info.node
         if node is None:
             return Status.as_error("node not found", plugin=NAME)
-        objects = self._handle.objects
-        st = state.get(STATE_KEY)
-        if not isinstance(st, _State):
-            st = _State(self._resolve(objects, pod, True))
-            state.write(STATE_KEY, st)
-        csi_node = objects.get(CSI_NODE, "", node.name)
-
-        new_volumes: dict[str, str] = {}
-        err = self._collect(st.new_volumes, csi_node, new_volumes)
-        if err is not None:
-            return err
-        if not new_volumes:
-            return None
-        limits = node_volume_limits(node_info, csi_node)
-        if not limits:
-            return None
-
-        attached: dict[str, str] = {}
-        for pi in node_info.pods:
-            vols = st.existing.get(pi.pod.uid)
-            if vols is None:
-                vols = self._resolve(objects, pi.pod, False)
-                st.existing[pi.pod.uid] = vols
-            err = self._collect(vols, csi_node, attached)
+        name = node.name
+        if st.fixed_new is not None:  # the common case: no CSINode to read unless the usage is derived
+            new_volumes, err = st.fixed_new
             if err is not None:
                 return err
-        used: Counter[str] = Counter()
-        for unique, key in attached.items():
-            # a volume already used on the node is not attached again
-            new_volumes.pop(unique, None)
-            used[key] += 1
-        seen: set[str] = set()
-        for unique, key in self._attachments(objects, st).get(node.name, ()):
-            if unique not in attached and unique not in seen:
-                seen.add(unique)
-                used[key] += 1
-        wanted = Counter(new_volumes.values())
-        for key, count in wanted.items():
-            limit = limits.get(key)
-            if limit is not None and used[key] + count > limit:
-                return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
-        return None
+            if not new_volumes:
+                return None
+            usage = self._kept_usage(st, node_info, name)
+            if usage is None:
+                usage = self._node_usage(objects, st, node_info, name, objects.get(CSI_NODE, "", name))
+        else:
+            csi_node = objects.get(CSI_NODE, "", name)
+            new_volumes = {}
+            err = self._collect(st.new_volumes, csi_node, new_volumes)
+            if err is not None:
+                return err
+            if not new_volumes:
+                return None
+            usage = self._kept_usage(st, node_info, name)
+            if usage is None:
+                usage = self._node_usage(objects, st, node_info, name, csi_node)
+        return _verdict(usage, new_volumes)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
@@ -343,6 +552,26 @@ class NodeVolumeLimits:
             # the claim the pod waits for got created
             ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), is_schedulable_after_pvc_added),
         ]
+
+
+def _verdict(usage: _Usage, new_volumes: Mapping[str, str]) -> Status | None:
+    """Whether the new volumes (<driver>/<handle> -> limit key, at least one) fit the node's usage."""
+    limits = usage.limits
+    if not limits:
+        return None
+    if usage.error is not None:
+        return usage.error
+    attached, used = usage.attached, usage.used
+    wanted: dict[str, int] = {}
+    for unique, key in new_volumes.items():
+        # a volume already used on the node is not attached again
+        if unique not in attached:
+            wanted[key] = wanted.get(key, 0) + 1
+    for key, count in wanted.items():
+        limit = limits.get(key)
+        if limit is not None and used.get(key, 0) + count > limit:
+            return _EXCEEDED
+    return None
 
 
 # ------------------------------------------------------------------------------------ hints

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 
+from pyscheduler.backend import objects as objects_module
 from pyscheduler.backend.objects import ObjectStore
 from pyscheduler.framework.events import Action, QueueingHint, Resource
 from pyscheduler.framework.status import Code, Status
@@ -112,7 +114,18 @@ def run(
     state = make_cycle_state()
     _, pre = pl.pre_filter(state, pod, [info])
     assert pre is None
-    return pl.filter(state, pod, info)
+    status = pl.filter(state, pod, info)
+    # the node-batch Filter answers the same, in that cycle and in the next (with the node's usage kept)
+    assert [_seen(s) for s in pl.filter_nodes(state, pod, [info])] == [_seen(status)]
+    again = make_cycle_state()
+    assert pl.pre_filter(again, pod, [info])[1] is None
+    assert [_seen(s) for s in pl.filter_nodes(again, pod, [info, info])] == [_seen(status)] * 2
+    return status
+
+
+def _seen(s: Status | None) -> tuple[Code, tuple[str, ...], str] | None:
+    """What a user sees of a status (errors carry distinct exception objects)."""
+    return None if s is None else (s.code, s.reasons, s.plugin)
 
 
 # ---------------------------------------------------------------------------------- PreFilter
@@ -512,6 +525,151 @@ def test_filter_without_pre_filter() -> None:
     status = pl.filter(make_cycle_state(), claims("p", "b").obj(), info)
     assert status is not None and status.reasons == (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)
     assert pl.filter(make_cycle_state(), make_pod("q").obj(), info) is None
+
+
+def test_usage_kept_across_cycles_follows_every_change() -> None:
+    """The node's usage is kept from one cycle to the next, yet each change to what it comes from (the
+    node's pods, a claim's volume, the CSINode's limit, a VolumeAttachment) shows in the next cycle."""
+    store = ObjectStore()
+    for obj in (*CSI_OBJS, csi_pv("pv-d"), csi_node("n1", ebs_csi_aws_com=2)):
+        store.put(obj["kind"], dict(obj))
+    pl = NodeVolumeLimits(make_handle(object_store=store))
+    info = make_node_info(make_node("n1"), claims("e", "a"))
+    pod = claims("p", "b").obj()
+
+    def cycle() -> Status | None:
+        state = make_cycle_state()
+        assert pl.pre_filter(state, pod, [info])[1] is None
+        [status] = pl.filter_nodes(state, pod, [info])
+        # a plugin that keeps nothing (no usage of earlier cycles) agrees
+        fresh = NodeVolumeLimits(make_handle(object_store=store))
+        assert _seen(fresh.filter(make_cycle_state(), pod, info)) == _seen(status)
+        return status
+
+    assert cycle() is None  # a, and b coming: 2 of 2
+    info.add_pod(claims("f", "c").obj())
+    assert code(cycle()) == Code.UNSCHEDULABLE  # a, c, and b: 3 of 2
+    store.put("PersistentVolumeClaim", pvc("c", "pv-b"))
+    assert cycle() is None  # c now mounts b's volume: b is attached already
+    store.put("PersistentVolumeClaim", pvc("c", "pv-c"))
+    assert code(cycle()) == Code.UNSCHEDULABLE
+    store.put("PersistentVolume", csi_pv("pv-c", driver=GCE))
+    assert cycle() is None  # c's volume is another driver's now: 2 of 2 for EBS
+    store.put("PersistentVolume", csi_pv("pv-c"))
+    assert code(cycle()) == Code.UNSCHEDULABLE
+    store.put("CSINode", csi_node("n1", ebs_csi_aws_com=3))
+    assert cycle() is None  # 3 of 3
+    store.put("VolumeAttachment", va("va-d", "n1", "pv-d"))
+    assert code(cycle()) == Code.UNSCHEDULABLE  # d attached besides: 4 of 3
+    store.remove("PersistentVolume", csi_pv("pv-d"))
+    assert cycle() is None  # an attachment of a volume that is gone does not count
+    store.put("PersistentVolume", csi_pv("pv-d"))
+    assert code(cycle()) == Code.UNSCHEDULABLE
+    store.remove("VolumeAttachment", va("va-d", "n1", "pv-d"))
+    assert cycle() is None
+    info.remove_pod(claims("f", "c").obj())
+    store.put("CSINode", csi_node("n1", ebs_csi_aws_com=1))
+    assert code(cycle()) == Code.UNSCHEDULABLE  # a, and b: 2 of 1
+
+
+class _RandomChanges:
+    """Four nodes with CSINodes, claims bound (or not) to CSI volumes, pods on the nodes, and random
+    changes to each of them (seeded)."""
+
+    def __init__(self, store: ObjectStore, seed: int) -> None:
+        self.rng = rng = random.Random(seed)
+        self.store = store
+        self.nodes = [f"n{i}" for i in range(4)]
+        self.claims = [f"c{i}" for i in range(8)]
+        self.incoming = ["new0", "new1"]  # the incoming pods' claims: never removed, always bound
+        self.volumes = [f"pv{i}" for i in range(12)]
+        self.handles = [f"h{i}" for i in range(16)]
+        self.infos = [make_node_info(make_node(n)) for n in self.nodes]
+        self.serial = 0
+        for c in self.claims:
+            self.put(self.random_pvc(c))
+        for c in self.incoming:
+            self.put(pvc(c, rng.choice(self.volumes)))
+        for v in self.volumes:
+            self.put(csi_pv(v, handle=rng.choice(self.handles)))
+        for n in self.nodes:
+            self.put(self.random_csi_node(n))
+        self.put(sc("fast", EBS))
+
+    def put(self, obj: Obj) -> None:
+        self.store.put(obj["kind"], obj)
+
+    def random_pvc(self, name: str) -> Obj:
+        if self.rng.random() < 0.2:
+            return pvc(name, cls="fast")  # unbound: counts under the class's provisioner
+        return pvc(name, self.rng.choice([*self.volumes, "pv-missing"]))
+
+    def random_csi_node(self, name: str) -> Obj:
+        ann = {MIGRATED: "kubernetes.io/aws-ebs"} if self.rng.random() < 0.3 else None
+        return csi_node(name, ann, ebs_csi_aws_com=self.rng.choice([1, 2, 3, None]))
+
+    def change(self, attachments: bool) -> None:
+        """One random change; VolumeAttachments come and go only while ``attachments``, else go."""
+        rng, store = self.rng, self.store
+        what = rng.randrange(11)
+        if what == 0:
+            self.put(pvc(rng.choice(self.incoming), rng.choice(self.volumes)))
+        elif what == 1:
+            self.put(self.random_pvc(rng.choice(self.claims)))
+        elif what == 2:
+            store.remove("PersistentVolumeClaim", pvc(rng.choice(self.claims)))
+        elif what == 3:
+            driver = rng.choice([EBS, EBS, GCE])
+            self.put(csi_pv(rng.choice(self.volumes), driver=driver, handle=rng.choice(self.handles)))
+        elif what == 4:
+            store.remove("PersistentVolume", csi_pv(rng.choice(self.volumes)))
+        elif what == 5:
+            self.put(self.random_csi_node(rng.choice(self.nodes)))
+        elif what == 6:
+            name = f"va{rng.randrange(3)}"
+            if attachments and rng.random() < 0.5:
+                self.put(va(name, rng.choice(self.nodes), rng.choice(self.volumes)))
+            else:
+                store.remove("VolumeAttachment", va(name, "", ""))
+        elif what == 7:
+            self.put(sc("fast", rng.choice([EBS, GCE, "example.com/other"])))
+        elif what == 8:
+            self.serial += 1
+            b = claims(f"e{self.serial}", *rng.sample(self.claims, rng.randrange(1, 3)))
+            if rng.random() < 0.2:
+                b.volume({"name": "inline", "awsElasticBlockStore": {"volumeID": f"vol-{rng.randrange(3)}"}})
+            rng.choice(self.infos).add_pod(b.obj())
+        else:  # pods go as often as they come: nodes stay near their limits
+            info = rng.choice(self.infos)
+            if info.pods:
+                info.remove_pod(rng.choice(info.pods).pod)
+
+
+@pytest.mark.parametrize("log", [4096, 2], ids=["changes-remembered", "log-overrun"])
+def test_kept_usage_agrees_with_a_fresh_plugin_through_random_changes(
+    log: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random changes to every input of a node's usage (its pods, claims rebound or unbound, volumes
+    replaced or gone, CSINode limits and migration, VolumeAttachments, the class's provisioner), one to
+    three between cycles over all nodes: the plugin that keeps usages answers as a fresh one does. The
+    VolumeAttachments go half-way, so that PV changes are then followed node by node."""
+    monkeypatch.setattr(objects_module, "CHANGE_LOG", log)
+    store = ObjectStore()
+    world = _RandomChanges(store, 1)
+    infos = world.infos
+    pl = NodeVolumeLimits(make_handle(object_store=store))
+    for step in range(800):
+        for _ in range(world.rng.randrange(1, 4)):
+            world.change(attachments=step < 400)
+        pod = claims(f"p{step}", *world.rng.sample(world.incoming, world.rng.randrange(1, 3))).obj()
+        state = make_cycle_state()
+        assert pl.pre_filter(state, pod, infos)[1] is None
+        got = [_seen(x) for x in pl.filter_nodes(state, pod, infos)]
+        fresh = NodeVolumeLimits(make_handle(object_store=store))
+        fresh_state = make_cycle_state()
+        fresh.pre_filter(fresh_state, pod, infos)
+        want = [_seen(fresh.filter(fresh_state, pod, info)) for info in infos]
+        assert got == want, f"step {step}"
 
 
 # ------------------------------------------------------------------------------------ helpers

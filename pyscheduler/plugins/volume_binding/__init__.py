@@ -394,6 +394,23 @@ class VolumeBinding:
             st.has_static_bindings = True
         return None
 
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        st = state.get(STATE_KEY)
+        if isinstance(st, _State) and st.has_claims and _fits_anywhere(st):
+            # every claim bound to an existing PV that any node can reach: every node passes, with
+            # nothing to bind (what Filter finds node by node)
+            nothing = PodVolumes()
+            by_node = st.pod_volumes_by_node
+            for ni in nodes:
+                node = ni.node
+                if node is None:
+                    break
+                by_node[node.name] = nothing
+            else:
+                return [None] * len(nodes)
+        f = self.filter
+        return [f(state, pod, ni) for ni in nodes]
+
     def _find_pod_volumes(self, st: _State, node: Node) -> tuple[PodVolumes, list[str]]:
         labels = node.labels
         bound_ok = unbound_ok = storage_ok = pvs_found = True
@@ -603,6 +620,11 @@ class VolumeBinding:
                 ClusterEvent(Resource.CSI_NODE, add_update), is_schedulable_after_csi_node_change
             ),
         ]
+
+
+def _fits_anywhere(st: _State) -> bool:
+    """No unbound claim, and each bound claim's PV exists and has no required node affinity."""
+    return not st.unbound_delay and all(bc.pv is not None and bc.affinity.terms is None for bc in st.bound)
 
 
 def _no_state(pod: Pod) -> str:

@@ -610,6 +610,7 @@ def test_pre_filter(objs: list[Obj], pod: Pod, want_code: Code, want_reason: str
         ),
     ],
 )
+@pytest.mark.parametrize("batch", [False, True], ids=["filter", "filter_nodes"])
 def test_filter(
     objs: list[Obj],
     claims: list[str],
@@ -617,13 +618,17 @@ def test_filter(
     want_reasons: list[str],
     want_static: list[tuple[str, str]],
     want_dynamic: list[str],
+    batch: bool,
 ) -> None:
     pl, _, _ = plugin_for(*objs)
     pod = pod_with(*claims)
     state = make_cycle_state()
     _, pre = pl.pre_filter(state, pod, [])
     assert code(pre) == Code.SUCCESS
-    status = pl.filter(state, pod, make_node_info(node_obj))
+    if batch:
+        [status] = pl.filter_nodes(state, pod, [make_node_info(node_obj)])
+    else:
+        status = pl.filter(state, pod, make_node_info(node_obj))
     if want_reasons:
         assert status is not None
         assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
