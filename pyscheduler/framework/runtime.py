@@ -394,15 +394,9 @@ class Framework:
             # one goes straight to the loop below.
             if not results or (results[0] is None and results.count(None) == len(results)):
                 continue
-            kept: list[int] = []
-            for i, s in zip(live, results, strict=True):
-                if s is None or s.code == Code.SUCCESS:
-                    kept.append(i)
-                    continue
-                if not s.is_rejected():
-                    out[i] = wrapped_error("Filter", name, s)
-                    return out, sum(1 for x in out if x is None)
-                out[i] = s if s.plugin == name else s.with_plugin(name)
+            kept = _record_rejections(name, live, results, out)
+            if kept is None:  # an error: the pass ends
+                return out, sum(1 for x in out if x is None)
             if len(kept) != len(live):
                 live = kept
                 if not live:
@@ -801,6 +795,30 @@ class Framework:
 _SAMPLED = CycleState()
 _SAMPLED.record_plugin_metrics = True
 """Stands for a sampled cycle where there is none (PreEnqueue runs outside scheduling cycles)."""
+
+
+def _record_rejections(
+    name: str, live: Sequence[int], results: Sequence[Status | None], out: list[Status | None]
+) -> list[int] | None:
+    """One Filter plugin's answers for the nodes at positions ``live``: each rejection into ``out``
+    (named for the plugin), the positions that passed returned. None if a Status is neither a success
+    nor a rejection: its wrapped error is in ``out`` and the pass ends there."""
+    kept: list[int] = []
+    last: Status | None = None  # a batch hook may give many nodes one shared Status
+    last_out: Status | None = None
+    for i, s in zip(live, results, strict=True):
+        if s is None or s.code == Code.SUCCESS:
+            kept.append(i)
+            continue
+        if s is last:
+            out[i] = last_out
+            continue
+        if not s.is_rejected():
+            out[i] = wrapped_error("Filter", name, s)
+            return None
+        last = s
+        last_out = out[i] = s if s.plugin == name else s.with_plugin(name)
+    return kept
 
 
 def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:

@@ -24,8 +24,9 @@ Extension points
   flag) the pod being scored counts at its containers' requests, not its pod-level ones
   (``Pod.fit_score_requests``); the pods already on the node count at their pod-level requests.
 - Batch hooks (``filter_nodes``, ``score_nodes``, see ``batch``): the same answers for many nodes at
-  once, on NumPy columns (cpu, memory, ephemeral-storage, pods); scalar resources the pod requests,
-  out-of-range quantities and small batches go node by node.
+  once, on NumPy columns (cpu, memory, ephemeral-storage, pods, and for Filter the scalar resources the
+  pod requests); nodes failing Filter the same way share one Status; out-of-range quantities, Score
+  over a scalar resource and small batches go node by node.
 - EnqueueExtensions: a scheduled (or nominated) pod deleted, a pod scaled down (in-place resize), a node
   added or its allocatable changed, each with kube's queueing hint; with DRAExtendedResource, a DeviceClass
   added or updated whose (explicit or implicit) extended resource name the pod requests.
@@ -270,20 +271,24 @@ class Fit:
         return fits(s, node_info.allocatable, node_info.requested, len(node_info.pods))
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
-        """``filter`` for every node: the fit checked on NumPy columns; the nodes that fail (and every
-        node, for a pod with scalar requests) get their Status from ``fits`` itself."""
+        """``filter`` for every node: the fit checked on NumPy columns; the nodes that fail the same
+        checks the same way share one Status, from ``fits`` itself."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PodResourceRequest):
             s = self.compute_request(pod)
         failed = None
-        if len(nodes) >= FILTER_MIN_BATCH and not s.scalar:
-            failed = filter_failures(nodes, s.milli_cpu, s.memory, s.ephemeral_storage)
+        if len(nodes) >= FILTER_MIN_BATCH:
+            failed = filter_failures(nodes, s.milli_cpu, s.memory, s.ephemeral_storage, s.scalar, s.dra)
         if failed is None:
             return [fits(s, ni.allocatable, ni.requested, len(ni.pods)) for ni in nodes]
         out: list[Status | None] = [None] * len(nodes)
-        for i in failed:
-            ni = nodes[i]
-            out[i] = fits(s, ni.allocatable, ni.requested, len(ni.pods))
+        shared: dict[int, Status | None] = {}  # failure key -> the Status its nodes share
+        for i, k in zip(*failed, strict=True):
+            st = shared.get(k)
+            if st is None:
+                ni = nodes[i]
+                st = shared[k] = fits(s, ni.allocatable, ni.requested, len(ni.pods))
+            out[i] = st
         return out
 
     # ------------------------------------------------------------------------- PreScore/Score
