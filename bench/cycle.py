@@ -13,6 +13,7 @@ no-op. It also times ``Pod.from_dict`` on the same pods (what the reflector does
     python -m bench.cycle --nodes 5000 --workloads SchedulingBasic,NodeAffinity
     python -m bench.cycle --profile out.prof      # cProfile of the measured part
     python -m bench.cycle --workloads OnePodPerNode --config list.yaml --feature-gates OpportunisticBatching=false
+    python -m bench.cycle --nodes 5000 --pods 500 --workloads ExtendedResourcePerNode
 
 Figures: milliseconds per pod (median of ``--repeat`` runs) and pods/s. No cluster is started. For
 Preemption and Unschedulable the figure is per first attempt (victims are not deleted here, so
@@ -109,13 +110,39 @@ def _host_port(name: str) -> dict[str, Any]:
 
 
 def cycle_workloads(nodes: int, pods: int) -> dict[str, wl.Workload]:
-    """The benchmark's workloads plus OnePodPerNode (here only): no init pods, min(pods, nodes / 2)
+    """The benchmark's workloads plus OnePodPerNode and ExtendedResourcePerNode (here only). OnePodPerNode: no init pods, min(pods, nodes / 2)
     identical host-port pods, one per node."""
     out = wl.workloads(nodes, pods)
     out["OnePodPerNode"] = wl.Workload(
         "OnePodPerNode", "onepernode", 0, wl._plain, min(pods, nodes // 2), _host_port
     )
+    out["ExtendedResourcePerNode"] = wl.Workload(
+        "ExtendedResourcePerNode",
+        "extpernode",
+        0,
+        wl._plain,
+        min(pods, nodes),
+        _own_resource,
+        notes="scheduler_perf's SchedulingWithExtendedResource: node i offers foo.com/bar-i, pod i asks for it",
+        extra={"per_node_resource": True},
+    )
     return out
+
+
+def _own_resource(name: str) -> dict[str, Any]:
+    """A plain pod asking for the extended resource only node ``int(name's last part)`` offers."""
+    d = wl.pod(name, labels={wl.WORKLOAD_LABEL: "extpernode"})
+    res = {f"foo.com/bar-{int(name.rsplit('-', 1)[1])}": "1"}
+    d["spec"]["containers"][0]["resources"] = {"requests": dict(res), "limits": dict(res)}
+    return d
+
+
+def _node_dict(workload: wl.Workload, name: str, index: int) -> dict[str, Any]:
+    d = wl.node(name, index)
+    if workload.extra.get("per_node_resource"):
+        st = d["status"]
+        st["allocatable"] = st["capacity"] = {**st["allocatable"], f"foo.com/bar-{index}": "1"}
+    return d
 
 
 def run_once(
@@ -138,7 +165,7 @@ def run_once(
     post_filter = _PostFilterMeter(sched)
     node_names = [f"node-{i}" for i in range(nodes)]
     for i, name in enumerate(node_names):
-        cache.add_node(Node.from_dict(wl.node(name, i)))
+        cache.add_node(Node.from_dict(_node_dict(workload, name, i)))
     # init pods, already bound round-robin (as the real run leaves them)
     for i in range(workload.init_pods):
         d = _pod_dict(workload.init_template, f"init-{i}", i, node_names[i % nodes])
