@@ -18,6 +18,7 @@ from pyscheduler.framework.dra import (
     ResourceClaim,
     ResourceSlice,
 )
+from pyscheduler.framework.helpers.storage import store_versions
 from pyscheduler.framework.interfaces import ClusterObjects
 from pyscheduler.framework.selectors import NodeSelector
 from pyscheduler.framework.types import MalformedObject, Pod
@@ -150,6 +151,9 @@ class Resources:
         # name -> (uid/resourceVersion, the parsed slice or None if malformed, the stored object)
         self._slices: dict[str, tuple[str, ResourceSlice | None, Mapping[str, Any]]] = {}
         self._classes: dict[str, tuple[str, DeviceClass | None]] = {}
+        # the last slices() answer and the store (and its ResourceSlice change count) it was read from
+        self._slice_list: list[ResourceSlice] = []
+        self._slice_list_at: tuple[int, int] | None = None
 
     @staticmethod
     def _version(obj: Mapping[str, Any]) -> str:
@@ -173,8 +177,15 @@ class Resources:
         return parsed
 
     def slices(self, objects: ClusterObjects) -> list[ResourceSlice]:
-        """Every slice, parsed; once per cycle. A stored object that is the very one parsed last time
-        (the store replaces an object on every change) is not looked at again."""
+        """Every slice, parsed; once per cycle (the caller must not change the list). While the store
+        says no ResourceSlice changed (``ObjectStore.version``), the last answer is the answer; else a
+        stored object that is the very one parsed last time (the store replaces an object on every
+        change) is not looked at again."""
+        versions = store_versions(objects, (RESOURCE_SLICE,))
+        at = (id(objects), versions[0]) if versions is not None else None
+        with self._lock:
+            if at is not None and at == self._slice_list_at:
+                return self._slice_list
         out: list[ResourceSlice] = []
         seen: set[str] = set()
         with self._lock:
@@ -196,6 +207,7 @@ class Resources:
             if len(cache) > len(seen):
                 for gone in set(cache) - seen:
                     del cache[gone]
+            self._slice_list, self._slice_list_at = out, at
         return out
 
 
