@@ -62,6 +62,17 @@ ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "Assign
 # pods arrived at ~450/s, and the backlog set the latency (p99 8.9 s at 5,000 nodes); at 64 the binds
 # keep up (p99 1.3 s). The pods assumed meanwhile are counted by the cache, so nothing overcommits.
 BIND_WORKERS = 64
+# Binding cycles submitted and not finished past which the scheduling thread waits for one to finish
+# before its next cycle (``Scheduler.wait_for_binders``). Without it, one GIL: the CPU-bound scheduling
+# thread keeps the GIL for its 5 ms switch interval at a time, the binder threads (each needing the GIL a
+# few times per Binding) get a turn ~200 times a second, and 10,000 pods found pending at start-up were
+# all assumed in ~6 s while ~1,000 were bound, the API server idle; the Bindings then came at full speed.
+# Waiting here keeps the two in step, as kube-scheduler's goroutines are on their own cores. Decisions do
+# not change: the cache counts assumed pods as it counts bound ones, and the queue order is the same.
+BIND_BACKLOG = 2 * BIND_WORKERS
+# The longest the scheduling thread waits for a binding cycle to finish; one that waited in vain does not
+# wait again until some binding cycle finishes (pods held by Permit or a slow PreBind block nothing).
+BIND_BACKLOG_WAIT = 0.05
 
 
 @dataclass
@@ -168,6 +179,7 @@ class Scheduler:
         percentage_of_nodes_to_score: int | None = None,
         extenders: Sequence[Extender] = (),
         bind_workers: int = BIND_WORKERS,
+        bind_backlog: int = BIND_BACKLOG,
         rng: random.Random | None = None,
         can_bind: Callable[[], bool] = lambda: True,
         parallelism: int = 1,
@@ -195,6 +207,10 @@ class Scheduler:
         self._binders = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._inflight_binds = 0
         self._inflight_lock = threading.Condition()
+        self.bind_backlog = bind_backlog  # 0: never wait for the binders
+        self.bind_backlog_wait = BIND_BACKLOG_WAIT
+        self._binds_finished = 0  # binding cycles finished so far (wait_for_binders)
+        self._backlog_stuck_at = -1  # _binds_finished when a wait for the binders last ran out
         self._stop = threading.Event()
         # OpportunisticBatching (kube 1.36, beta, on): a pod signed like the one before it may take the
         # next node of that pod's scores (framework/batch.py); the hint of the cycle under way
@@ -217,6 +233,7 @@ class Scheduler:
         stop = stop or self._stop
         while not stop.is_set():
             try:
+                self.wait_for_binders()
                 self.schedule_one(pop_timeout)
             except Exception:  # the loop never dies
                 log.exception("scheduling loop error")
@@ -234,6 +251,22 @@ class Scheduler:
                     return False
                 self._inflight_lock.wait(left)
         return True
+
+    def wait_for_binders(self) -> bool:
+        """With ``bind_backlog`` binding cycles or more in flight, wait (GIL released) until one finishes,
+        at most ``bind_backlog_wait`` seconds; True if it waited. After a wait that ran out with none finished, do not wait
+        again until one has: binding cycles held for long (Permit, PreBind) must not slow scheduling."""
+        with self._inflight_lock:
+            if not self.bind_backlog or self._inflight_binds < self.bind_backlog:
+                return False
+            finished = self._binds_finished
+            if finished == self._backlog_stuck_at:
+                return False
+            if not self._inflight_lock.wait_for(
+                lambda: self._binds_finished != finished, self.bind_backlog_wait
+            ):
+                self._backlog_stuck_at = finished
+            return True
 
     def binding_cycles_in_flight(self) -> int:
         """Binding cycles submitted and not finished (scheduler_goroutines{operation="binding"})."""
@@ -690,6 +723,7 @@ class Scheduler:
                 self.queue.done(assumed.uid)
             with self._inflight_lock:
                 self._inflight_binds -= 1
+                self._binds_finished += 1
                 self._inflight_lock.notify_all()
 
     def _bind(self, fwk: Framework, state: CycleState, pod: Pod, node: str) -> Status | None:
