@@ -22,7 +22,7 @@ Thread-safe: the watch threads write, the scheduling and binding threads read an
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -65,6 +65,16 @@ def _add_shares(claim: ResourceClaim, into: dict[DeviceID, dict[str, Fraction]])
             per[name] = per.get(name, Fraction(0)) + v
 
 
+def _controller_uids(claim: ResourceClaim | None) -> tuple[str, ...]:
+    """The uids of the claim's controller ownerReferences (a pod's special claim has its pod's)."""
+    if claim is None:
+        return ()
+    refs = (claim.raw.get("metadata") or {}).get("ownerReferences") or ()
+    return tuple(
+        str(o["uid"]) for o in refs if isinstance(o, Mapping) and o.get("controller") and o.get("uid")
+    )
+
+
 def _has_shares(claim: ResourceClaim) -> bool:
     """Whether ``_add_shares`` would count anything of the claim."""
     return any(r.share_id and not r.admin_access for r in claim.results)
@@ -81,6 +91,9 @@ class ClaimTracker:
         # the stored claims (latest copies) holding a share of a device, by key: allocated_capacity runs
         # at every DRA PreFilter and need not look at the thousands of claims that hold none
         self._sharing: dict[str, ResourceClaim] = {}
+        # controller owner uid -> keys of the stored claims it controls: a pod's special claim for its
+        # DRA-backed extended resources is found without walking every claim (owned_by)
+        self._by_owner: dict[str, set[str]] = {}
         self._listeners: list[Callable[[ResourceClaim | None, ResourceClaim | None], None]] = []
 
     # ---------------------------------------------------------------------------------- listeners
@@ -112,12 +125,26 @@ class ClaimTracker:
         old = entry.latest if entry else None
         self._count(old, -1)
         self._count(new, +1)
+        self._own(key, old, new)
         self._claims[key] = _Entry(latest=new, api=api)
         if _has_shares(new):
             self._sharing[key] = new
         elif old is not None:
             self._sharing.pop(key, None)
         return old
+
+    def _own(self, key: str, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        before, after = _controller_uids(old), _controller_uids(new)
+        if before == after:
+            return
+        for uid in before:
+            keys = self._by_owner.get(uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_owner[uid]
+        for uid in after:
+            self._by_owner.setdefault(uid, set()).add(key)
 
     # ---------------------------------------------------------------------------------- watch
     def on_add(self, claim: ResourceClaim) -> None:
@@ -146,6 +173,7 @@ class ClaimTracker:
             if entry is None:
                 return
             self._count(entry.latest, -1)
+            self._own(claim.key, entry.latest, None)
             self._sharing.pop(claim.key, None)
         self._emit(entry.latest, None)
 
@@ -203,6 +231,11 @@ class ClaimTracker:
         with self._lock:
             e = self._claims.get(f"{namespace}/{name}")
             return e.latest if e else None
+
+    def owned_by(self, uid: str) -> list[ResourceClaim]:
+        """The stored claims (latest copies) whose controller ownerReference has this uid."""
+        with self._lock:
+            return [self._claims[k].latest for k in self._by_owner.get(uid, ())]
 
     def list(self) -> list[ResourceClaim]:
         with self._lock:

@@ -104,6 +104,9 @@ class _MissingClaimCache:
     def get(self, namespace: str, name: str) -> None:
         return None
 
+    def owned_by(self, uid: str) -> list[Any]:
+        return []
+
     def list(self) -> list[Any]:
         return []
 

@@ -119,7 +119,7 @@ class Filtering(PluginBase):
         ):
             return None
         classes = list(self.handle.objects.list(DEVICE_CLASS))
-        return extended.pre_filter(pod, classes, self.deps.claims.list())
+        return extended.pre_filter(pod, classes, self.deps.claims.owned_by(pod.uid))
 
     def _validate_classes(self, claim: ResourceClaim) -> Status | None:
         for req in claim.requests:

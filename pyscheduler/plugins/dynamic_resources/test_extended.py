@@ -270,3 +270,25 @@ def test_metrics_count_claim_creates_and_binding_condition_waits() -> None:
     assert _sample(m, "scheduler_dra_bindingconditions_allocations_total", **labels) == 1.0
     assert _sample(m, "scheduler_dra_bindingconditions_wait_duration_seconds_count", **labels) == 1.0
     assert _sample(m, "scheduler_dra_bindingconditions_wait_duration_seconds_sum", **labels) == 5.0
+
+
+def test_a_pod_tried_again_finds_the_claim_made_for_it() -> None:
+    """A pod whose special claim was written (PreBind) but which is scheduled again finds that claim by
+    its controller owner, and, as kube's filterExtendedResources, is refused until the claim is gone
+    rather than given a second one."""
+    w = world(gpu_class(), gpus("node-1", 3))
+    pod = wants("p1", 1).obj()
+    state, st, _ = w.cycle(pod)
+    assert st is None
+    assert w.plugin.reserve(state, pod, "node-1") is None
+    assert w.plugin.pre_bind(state, pod, "node-1") is None
+    assert w.api.created == 1
+    assert [c.meta.name for c in w.tracker.owned_by("uid-p1")] == ["p1-extended-resources-1"]
+    assert w.tracker.owned_by("uid-p2") == []
+    _, st, verdicts = w.cycle(pod)
+    assert st is None
+    assert {n: (v.code, v.message()) for n, v in verdicts.items() if v is not None} == {
+        n: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot schedule extended resource claim")
+        for n in ("node-1", "node-2")
+    }
+    assert w.api.created == 1

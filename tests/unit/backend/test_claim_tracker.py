@@ -161,3 +161,33 @@ def test_capacity_follows_shares_as_claims_change_and_go() -> None:
     t.on_update(claim("b", rv=2, devices=["g1"]), shared("b", "5Gi", rv=3))
     t.on_delete(shared("b", "5Gi", rv=3))
     assert t.allocated_capacity() == {}
+
+
+def owned(name: str, rv: int, owner_uid: str | None, controller: bool = True) -> ResourceClaim:
+    c = claim(name, rv=rv)
+    raw = dict(c.raw)
+    meta = dict(raw["metadata"])
+    if owner_uid is not None:
+        meta["ownerReferences"] = [{"kind": "Pod", "name": "p", "uid": owner_uid, "controller": controller}]
+    raw["metadata"] = meta
+    return ResourceClaim.from_dict(raw)
+
+
+def test_claims_are_found_by_their_controller_owner_through_every_change() -> None:
+    t = ClaimTracker()
+    t.on_add(owned("a", 1, "pod-1"))
+    t.on_add(owned("b", 1, "pod-1"))
+    t.on_add(owned("c", 1, "pod-2", controller=False))  # an owner, not the controller
+    t.on_add(owned("d", 1, None))
+    assert sorted(c.meta.name for c in t.owned_by("pod-1")) == ["a", "b"]
+    assert t.owned_by("pod-2") == []
+    # the controller changes: the claim moves; the stored copy is the one returned
+    t.on_update(owned("a", 1, "pod-1"), owned("a", 2, "pod-3"))
+    assert [c.meta.name for c in t.owned_by("pod-1")] == ["b"]
+    assert [(c.meta.name, c.meta.resource_version) for c in t.owned_by("pod-3")] == [("a", 2)]
+    t.on_delete(owned("b", 1, "pod-1"))
+    assert t.owned_by("pod-1") == []
+    t.assume(owned("a", 3, "pod-1"))  # the scheduler's own copy counts too, and restore undoes it
+    assert [c.meta.name for c in t.owned_by("pod-1")] == ["a"]
+    t.restore("ns/a")
+    assert t.owned_by("pod-1") == [] and [c.meta.name for c in t.owned_by("pod-3")] == ["a"]
