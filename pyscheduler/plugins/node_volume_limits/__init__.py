@@ -516,26 +516,23 @@ class NodeVolumeLimits:
         if node is None:
             return Status.as_error("node not found", plugin=NAME)
         name = node.name
-        if st.fixed_new is not None:  # the common case: no CSINode to read unless the usage is derived
+        read = False  # the CSINode: read only when the pod's volumes or a derived usage need it
+        csi_node = None
+        if st.fixed_new is not None:  # the common case
             new_volumes, err = st.fixed_new
-            if err is not None:
-                return err
-            if not new_volumes:
-                return None
-            usage = self._kept_usage(st, node_info, name)
-            if usage is None:
-                usage = self._node_usage(objects, st, node_info, name, objects.get(CSI_NODE, "", name))
         else:
-            csi_node = objects.get(CSI_NODE, "", name)
+            csi_node, read = objects.get(CSI_NODE, "", name), True
             new_volumes = {}
             err = self._collect(st.new_volumes, csi_node, new_volumes)
-            if err is not None:
-                return err
-            if not new_volumes:
-                return None
-            usage = self._kept_usage(st, node_info, name)
-            if usage is None:
-                usage = self._node_usage(objects, st, node_info, name, csi_node)
+        if err is not None:
+            return err
+        if not new_volumes:
+            return None
+        usage = self._kept_usage(st, node_info, name)
+        if usage is None:
+            if not read:
+                csi_node = objects.get(CSI_NODE, "", name)
+            usage = self._node_usage(objects, st, node_info, name, csi_node)
         return _verdict(usage, new_volumes)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
