@@ -46,6 +46,11 @@ class ExtendedClaim:
     # node name -> (the claim with that node's requests, the container mappings); None: nothing from DRA
     per_node: dict[str, tuple[ResourceClaim, list[JSON]] | None] = field(default_factory=dict)
     created: JSON | None = None  # the claim PreBind created (Unreserve deletes it)
+    # what the node needs from DRA (resource, count pairs) -> the claim and mappings for it: nodes that
+    # need the same share one, built once per cycle
+    by_wanted: dict[tuple[tuple[str, int], ...], tuple[ResourceClaim, list[JSON]]] = field(
+        default_factory=dict
+    )
 
     @property
     def in_memory(self) -> bool:
@@ -100,7 +105,8 @@ class CannotFit(Exception):
 
 def for_node(ext: ExtendedClaim, pod: Pod, node_info: NodeInfo) -> tuple[ResourceClaim, list[JSON]] | None:
     """kube's filterExtendedResources: the claim with this node's requests, or None when the node's
-    allocatable covers every extended resource (NodeResourcesFit checks those)."""
+    allocatable covers every extended resource (NodeResourcesFit checks those). Nodes needing the same
+    resources get the same claim object (read-only; one node's is written at PreBind)."""
     alloc = node_info.allocatable.scalar
     wanted: dict[str, int] = {}
     for rname, qty in ext.requests.items():
@@ -111,10 +117,14 @@ def for_node(ext: ExtendedClaim, pod: Pod, node_info: NodeInfo) -> tuple[Resourc
             raise CannotFit(rname)
     if not wanted:
         return None
-    requests, mappings = requests_and_mappings(pod, sorted(wanted), ext.classes)
-    raw = dict(ext.claim.raw)
-    raw["spec"] = {"devices": {"requests": requests}}
-    return ResourceClaim.from_dict(raw), mappings
+    key = tuple(sorted(wanted.items()))
+    hit = ext.by_wanted.get(key)
+    if hit is None:
+        requests, mappings = requests_and_mappings(pod, sorted(wanted), ext.classes)
+        raw = dict(ext.claim.raw)
+        raw["spec"] = {"devices": {"requests": requests}}
+        hit = ext.by_wanted[key] = (ResourceClaim.from_dict(raw), mappings)
+    return hit
 
 
 def _request_names(c: Container) -> list[str]:
