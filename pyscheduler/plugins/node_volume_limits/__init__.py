@@ -147,6 +147,10 @@ class _Usage:
 # the kinds a node's _Usage is derived from, besides the NodeInfo: claims, volumes, classes (unbound
 # claims count under their class's provisioner), CSINodes and VolumeAttachments
 _VERSIONED_KINDS = (PVC, PV, STORAGE_CLASS, CSI_NODE, VOLUME_ATTACHMENT)
+_PV_AT, _VA_AT = (
+    _VERSIONED_KINDS.index(PV),
+    _VERSIONED_KINDS.index(VOLUME_ATTACHMENT),
+)  # what attachments read
 
 _NO_LIMIT = 1 << 62
 
@@ -316,7 +320,7 @@ class NodeVolumeLimits:
     def _attachments(self, objects: ClusterObjects, st: _State) -> dict[str, list[tuple[str, str]]]:
         """VolumeAttachments by node: (<attacher>/<handle>, limit key) of attached CSI PVs."""
         if st.attachments is None:
-            key = (st.versions[1], st.versions[4]) if st.versions is not None else None
+            key = (st.versions[_PV_AT], st.versions[_VA_AT]) if st.versions is not None else None
             cached = self._attachments_cache
             if key is not None and cached is not None and cached[0] == key:
                 st.attachments = cached[1]
