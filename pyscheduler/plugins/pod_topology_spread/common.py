@@ -145,9 +145,17 @@ class NodeChecks:
         self.need_taints = any(c.node_taints_policy == HONOR for c in constraints)
         self.trivial_affinity = req.trivial
 
+    @property
+    def required(self) -> RequiredNodeAffinity:
+        return self._req
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return self._pod.tolerations
+
     def eligible(self, node: Node) -> tuple[bool, bool]:
         """(node affinity matches, taints tolerated), each True when no constraint honours it."""
-        aff = self._req.matches(node) if self.need_affinity else True
+        aff = self._req.matches(node) if self.need_affinity and not self.trivial_affinity else True
         taints = tolerates_all_hard_taints(node.taints, self._pod.tolerations) if self.need_taints else True
         return aff, taints
 
@@ -156,6 +164,72 @@ class NodeChecks:
         if c.node_affinity_policy == HONOR and not aff:
             return False
         return not (c.node_taints_policy == HONOR and not taints)
+
+
+class EligibilityCache:
+    """The inclusion policies' per-node answers over every row of one (NodeTable, node_epoch).
+
+    Whether a node's hard taints are all tolerated, and whether a required node affinity matches it,
+    read only the Node object, so each answer holds until ``node_epoch`` moves (a Node added, removed or
+    changed). Kept per toleration set and per required node affinity (each bounded to ``limit``), a pod
+    like one seen before gets its masks by indexing, instead of checking every node again.
+    """
+
+    __slots__ = ("affinity", "epoch", "limit", "table", "tainted", "taints")
+
+    def __init__(self, limit: int = 64) -> None:
+        self.table: NodeTable | None = None
+        self.epoch = -1
+        self.limit = limit
+        self.tainted: list[tuple[int, tuple[Taint, ...]]] = []
+        self.taints: dict[tuple[Toleration, ...], Mask] = {}
+        self.affinity: dict[object, Mask] = {}
+
+    def sync(self, table: NodeTable) -> None:
+        if self.table is table and self.epoch == table.node_epoch:
+            return
+        self.table = table
+        self.epoch = table.node_epoch
+        self.tainted = [(i, n.taints) for i, n in enumerate(table.nodes) if n is not None and n.taints]
+        self.taints = {}
+        self.affinity = {}
+
+    def _put(self, d: dict[Any, Mask], key: Any, mask: Mask) -> None:
+        while len(d) >= self.limit:
+            del d[next(iter(d))]
+        d[key] = mask
+
+    def taints_tolerated(self, tolerations: tuple[Toleration, ...]) -> Mask:
+        """Per row of the synced table: no NoSchedule/NoExecute taint is left untolerated."""
+        mask = self.taints.get(tolerations)
+        if mask is None:
+            assert self.table is not None
+            mask = np.ones(self.table.size, dtype=np.bool_)
+            memo: dict[tuple[Taint, ...], bool] = {}
+            for i, taints in self.tainted:
+                ok = memo.get(taints)
+                if ok is None:
+                    ok = memo[taints] = tolerates_all_hard_taints(taints, tolerations)
+                mask[i] = ok
+            self._put(self.taints, tolerations, mask)
+        return mask
+
+    def affinity_matches(self, req: RequiredNodeAffinity) -> Mask:
+        """Per row of the synced table: ``req`` matches the row's node (False for an empty row)."""
+        key: object = (req.selector, req.terms, req.errors)
+        try:
+            mask = self.affinity.get(key)
+        except TypeError:  # a term that cannot be hashed: answered, not kept
+            key, mask = None, None
+        if mask is None:
+            assert self.table is not None
+            nodes = self.table.nodes
+            mask = np.fromiter(
+                (n is not None and req.matches(n) for n in nodes), dtype=np.bool_, count=len(nodes)
+            )
+            if key is not None:
+                self._put(self.affinity, key, mask)
+        return mask
 
 
 class PluginBase:
@@ -179,6 +253,8 @@ class PluginBase:
         self._rows = RowStore()
         # the existing pods by namespace and labels, per row (see framework/pod_kinds.py)
         self._kinds = PodKindIndex()
+        # the inclusion policies' node checks over the table's rows (see EligibilityCache)
+        self._eligible = EligibilityCache()
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -220,27 +296,18 @@ class PluginBase:
         out: I64 = ri.get(rows, table.generation[rows], nodes, count)
         return out
 
-    @staticmethod
     def _eligibility(
-        checks: NodeChecks, nodes: Sequence[NodeInfo], candidates: Mask
+        self, checks: NodeChecks, table: NodeTable, rows: I64
     ) -> tuple[Mask | None, Mask | None]:
-        """NodeChecks.eligible for the candidate nodes, as masks (None: every node passes)."""
-        aff: Mask | None = None
-        taints: Mask | None = None
-        if checks.need_affinity and not checks.trivial_affinity:
-            aff = np.zeros(len(nodes), dtype=np.bool_)
-        if checks.need_taints:
-            taints = np.zeros(len(nodes), dtype=np.bool_)
-        if aff is None and taints is None:
+        """NodeChecks.eligible for the nodes at ``rows`` of ``table``, as masks (None: every node passes).
+        Callers AND them with their own candidate mask (rows without a node answer False)."""
+        need_aff = checks.need_affinity and not checks.trivial_affinity
+        if not need_aff and not checks.need_taints:
             return None, None
-        for k in np.flatnonzero(candidates).tolist():
-            node = nodes[k].node
-            assert node is not None
-            a, t = checks.eligible(node)
-            if aff is not None:
-                aff[k] = a
-            if taints is not None:
-                taints[k] = t
+        cache = self._eligible
+        cache.sync(table)
+        aff = cache.affinity_matches(checks.required)[rows] if need_aff else None
+        taints = cache.taints_tolerated(checks.tolerations)[rows] if checks.need_taints else None
         return aff, taints
 
     def get_constraints(self, pod: Pod, action: str) -> list[Constraint]:

@@ -134,7 +134,7 @@ class Filtering(PluginBase):
         has_all = np.ones(len(rows), dtype=np.bool_)
         for cd in codes:
             has_all &= cd >= 0
-        aff, taints = self._eligibility(s.node_checks, nodes, has_all)
+        aff, taints = self._eligibility(s.node_checks, table, rows)
         ns = pod.namespace
         for i, c in enumerate(constraints):
             incl = has_all

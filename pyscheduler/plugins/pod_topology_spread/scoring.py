@@ -139,7 +139,7 @@ class Scoring(PluginBase):
         ``non_host``, on the nodes its inclusion policies admit."""
         live, codes = cols.live(all_rows)
         checks = NodeChecks(pod, s.constraints, RequiredNodeAffinity.of(pod))
-        aff, taints = self._eligibility(checks, all_nodes, live)
+        aff, taints = self._eligibility(checks, cols.table, all_rows)
         for i in non_host:
             c = s.constraints[i]
             incl = live
