@@ -22,6 +22,7 @@ The caches hold no per-pod state; keys name everything the value depends on.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -115,18 +116,14 @@ class LabelColumn:
 
     def per_code(self, counts: dict[str, int]) -> I64:
         """``counts`` (value -> n) as an array over codes, plus a trailing 0 for code -1."""
-        index = self.index
-        if len(counts) <= len(index):
-            out = [0] * (len(self.values) + 1)
-            for v, n in counts.items():
-                c = index.get(v)
-                if c is not None:
-                    out[c] = n
-        else:
-            get = counts.get
-            out = [get(v, 0) for v in self.values]
-            out.append(0)
-        return np.array(out, dtype=np.int64)
+        missing = len(self.values)  # the trailing slot: values this column does not have land there
+        out = np.zeros(missing + 1, dtype=np.int64)
+        if counts:
+            k = len(counts)
+            codes = np.fromiter(map(self.index.get, counts, repeat(missing)), dtype=np.int64, count=k)
+            out[codes] = np.fromiter(counts.values(), dtype=np.int64, count=k)
+            out[missing] = 0
+        return out
 
 
 class TableLabels:

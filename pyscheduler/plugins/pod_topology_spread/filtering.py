@@ -3,6 +3,7 @@ preemption, and Filter node by node and over a NodeBatch."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,14 +80,9 @@ class PreFilterState:
 
     def finish(self) -> None:
         for i, values in enumerate(self.counts):
-            hist: dict[int, int] = {}
-            m = _MAX_INT32
-            for n in values.values():
-                hist[n] = hist.get(n, 0) + 1
-                if n < m:
-                    m = n
+            hist = dict(Counter(values.values()))  # counted in C: a hostname key has a domain per node
             self.domains_at_count[i] = hist
-            self.min_match[i] = m
+            self.min_match[i] = min(hist) if hist else _MAX_INT32
 
     def min_match_num(self, i: int) -> int:
         if len(self.counts[i]) < self.constraints[i].min_domains:
