@@ -118,20 +118,25 @@ def _record_chunk(
     feasible node (``need`` more are wanted here): nodes after it in an over-fetched chunk are neither
     feasible nor recorded as rejected. An Error ends the batch and leaves the nodes it did not finish
     None, so it fails the cycle wherever it is in the chunk."""
-    rejected = [i for i, s in enumerate(results) if s is not None]
-    kinds = {id(s): s for s in [results[i] for i in rejected]}  # mostly a shared few
+    # Written with C-level iterators: where most nodes fail (a node selector to a small pool, a
+    # resource one node offers) a chunk holds thousands of rejections, recorded for every pod.
+    n = len(results)
+    rejected = list(itertools.compress(range(n), map(operator.is_not, results, itertools.repeat(None))))
+    statuses = list(map(results.__getitem__, rejected))
+    kinds = dict(zip(map(id, statuses), statuses, strict=True))  # mostly a shared few
     for st in kinds.values():
         if st is not None and st.code == Code.ERROR:
             raise RuntimeError(st.message())
-    ok = [i for i, s in enumerate(results) if s is None]
-    used = len(results)
+    ok = list(itertools.compress(range(n), map(operator.is_, results, itertools.repeat(None))))
+    used = n
     if passing > need:
         ok = ok[:need]
         used = ok[-1] + 1
         if rejected and rejected[-1] >= used:
-            rejected = rejected[: bisect.bisect_left(rejected, used)]
-            kinds = {id(s): s for s in [results[i] for i in rejected]}
-    diagnosis.node_to_status.update([(chunk[i].name, results[i]) for i in rejected])  # type: ignore[misc]
+            cut = bisect.bisect_left(rejected, used)
+            rejected, statuses = rejected[:cut], statuses[:cut]
+            kinds = dict(zip(map(id, statuses), statuses, strict=True))
+    diagnosis.defer(chunk, rejected, statuses)  # type: ignore[arg-type]
     for st in kinds.values():
         if st is not None and st.plugin:
             if st.code == Code.PENDING:
@@ -382,7 +387,7 @@ class Scheduler:
         if len(feasible) == 1:
             if batching:
                 fwk.batch.store(signature, self._hint, feasible[0].name, (), cycle)
-            return ScheduleResult(feasible[0].name, len(all_nodes) - len(diagnosis.node_to_status), 1)
+            return ScheduleResult(feasible[0].name, 1 + diagnosis.rejected_count(), 1)  # kube's form
         if not isinstance(feasible, NodeBatch):
             table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
             feasible = NodeBatch(feasible, table)
@@ -393,7 +398,7 @@ class Scheduler:
             fwk.batch.store(
                 signature, self._hint, host, _SortedOthers(feasible, totals, index, self.rng), cycle
             )
-        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+        return ScheduleResult(host, len(feasible) + diagnosis.rejected_count(), len(feasible))
 
     def _node_hint(self, fwk: Framework, state: CycleState, pod: Pod) -> str:
         """kube's GetNodeHint, after PreFilter (see framework/batch.py)."""
@@ -457,6 +462,8 @@ class Scheduler:
             raise
         fwk.observe_extension_point("Filter", Code.SUCCESS, began)
         feasible = self._filter_with_extenders(pod, feasible, diagnosis)
+        if not feasible:
+            diagnosis.settle()  # a FitError reads them: name them against this cycle's snapshot
         return feasible, diagnosis
 
     def _find_nodes_that_pass_filters(

@@ -22,7 +22,7 @@ placements (PlacementGenerate), tried on each, and the feasible placements ranke
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
@@ -78,17 +78,71 @@ class PostFilterResult:
     mode: str = "set"
 
 
-@dataclass
 class Diagnosis:
-    """Why a pod fits nowhere: per node, the first rejecting status; plus the plugins that rejected."""
+    """Why a pod fits nowhere: per node, the first rejecting status; plus the plugins that rejected.
 
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    # status for nodes PreFilter excluded (all share it): kube reports them as "absent" nodes
-    absent_nodes_status: Status | None = None
+    The node search records rejections a chunk at a time with ``defer`` (the nodes, the positions
+    rejected, their statuses); ``node_to_status`` names them on first read. A pod that fits somewhere
+    only needs how many nodes were rejected (``rejected_count``), so where most nodes fail (a node
+    selector to a small pool) it never builds a name -> status map of thousands of nodes.
+    """
+
+    __slots__ = (
+        "_deferred",
+        "_statuses",
+        "absent_nodes_status",
+        "pending_plugins",
+        "post_filter_msg",
+        "pre_filter_msg",
+        "unschedulable_plugins",
+    )
+
+    def __init__(
+        self,
+        node_to_status: dict[str, Status] | None = None,
+        unschedulable_plugins: set[str] | None = None,
+        pending_plugins: set[str] | None = None,
+        pre_filter_msg: str = "",
+        post_filter_msg: str = "",
+        absent_nodes_status: Status | None = None,
+    ) -> None:
+        self._statuses: dict[str, Status] = node_to_status if node_to_status is not None else {}
+        self._deferred: list[tuple[Sequence[NodeInfo], list[int], list[Status]]] = []
+        self.unschedulable_plugins: set[str] = (
+            unschedulable_plugins if unschedulable_plugins is not None else set()
+        )
+        self.pending_plugins: set[str] = pending_plugins if pending_plugins is not None else set()
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = post_filter_msg
+        # status for nodes PreFilter excluded (all share it): kube reports them as "absent" nodes
+        self.absent_nodes_status = absent_nodes_status
+
+    @property
+    def node_to_status(self) -> dict[str, Status]:
+        self.settle()
+        return self._statuses
+
+    @node_to_status.setter
+    def node_to_status(self, value: dict[str, Status]) -> None:
+        self._statuses = value
+        self._deferred = []
+
+    def settle(self) -> None:
+        """Name the deferred rejections now (while the nodes are the cycle's snapshot)."""
+        if self._deferred:
+            statuses = self._statuses
+            for nodes, rejected, rejections in self._deferred:
+                statuses.update(zip([nodes[i].name for i in rejected], rejections, strict=True))
+            self._deferred = []
+
+    def defer(self, nodes: Sequence[NodeInfo], rejected: list[int], rejections: list[Status]) -> None:
+        """``nodes[rejected[k]]`` was rejected with ``rejections[k]``; named when first read."""
+        if rejected:
+            self._deferred.append((nodes, rejected, rejections))
+
+    def rejected_count(self) -> int:
+        """len(node_to_status), without naming deferred rejections."""
+        return len(self._statuses) + sum(len(r) for _, r, _ in self._deferred)
 
 
 # ---------------------------------------------------------------------------------------- plugins

@@ -238,3 +238,25 @@ def test_scores_from_the_searchs_rows_equal_scores_node_by_node(seed: int) -> No
     if _PARALLELISM["parallelism"] > 1:  # the chunks were filtered by forked shards, not in line
         assert sched.fork_filter is not None and sched.fork_filter.sharded > 0
         assert sched.fork_filter.fallbacks == 0
+
+
+@pytest.mark.parametrize("fits", [1, 2, 7])
+def test_the_scheduled_log_counts_every_rejected_node_as_evaluated(fits: int) -> None:
+    """kube's "evaluatedNodes": feasible plus rejected nodes. The rejections of a pod that fits are
+    counted without being named (Diagnosis.defer), and a pod that fits nowhere still gets every node's
+    reason."""
+    app = _app(100)
+    for i in range(40):
+        cpu = "4" if i % (40 // fits) == 0 and i // (40 // fits) < fits else "1"
+        app.cache.add_node(make_node(f"n{i}").capacity(cpu=cpu, memory="8Gi", pods=110).obj())
+    sched = app.scheduler
+    fwk = app.profiles["py-scheduler"]
+    result = sched.schedule_pod(fwk, CycleState(), make_pod("p").uid("p").req(cpu="2").obj())
+    assert (result.evaluated, result.feasible) == (40, fits)
+
+    feasible, diagnosis = sched.find_nodes_that_fit(
+        fwk, CycleState(), make_pod("q").uid("q").req(cpu="8").obj(), sched.snapshot.list()
+    )
+    assert feasible == []
+    assert sorted(diagnosis.node_to_status) == sorted(f"n{i}" for i in range(40))
+    assert {s.reasons for s in diagnosis.node_to_status.values()} == {("Insufficient cpu",)}
