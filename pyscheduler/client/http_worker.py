@@ -13,8 +13,9 @@ many. ``HttpWorker`` moves that work into a child process:
   ``Authorization`` header (credential refresh hooks run in the parent), retries with backoff, error
   mapping and JSON decoding (``Api._once``). Only the HTTP exchange itself crosses over.
 - A request is a small tuple ``(id, method, path, body, headers, connect timeout, read timeout)``
-  pickled over a pipe (``multiprocessing.connection`` framing); the child runs it on one of its threads over its own
-  keep-alive pool (same TLS settings) and sends back ``(id, status, reason, Retry-After, body, error)``.
+  pickled over a pipe (``multiprocessing.connection`` framing, plain ``pickle``); the child runs it
+  on one of its threads over its own keep-alive pool (same TLS settings) and sends back
+  ``(id, status, reason, Retry-After, body, error)``.
   A reader thread in the parent hands each reply to the thread waiting for it.
 - Reads stay in the parent: lists and watches stream large bodies the parent parses anyway.
 - If the child dies, every request in flight fails with a retryable connection error (as a dropped
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -74,6 +76,13 @@ def exchange(
         preload_content=True,
     )
     return resp.status, resp.reason or "", resp.headers.get("Retry-After"), resp.data or b""
+
+
+def _dumps(obj: Any) -> bytes:
+    """A message for the pipe. ``Connection.send`` builds a ``ForkingPickler`` (copying its dispatch
+    table) per message, ~6 us against ~1 us for ``pickle.dumps`` of a request tuple; the messages are
+    plain tuples, and ``Connection.recv`` on the other side would read either."""
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
 
 
 class WorkerError(Exception):
@@ -142,7 +151,9 @@ class HttpWorker:
             self._pending[rid] = w
         try:
             with self._send_lock:
-                self._out.send((rid, method, path, body, headers, connect_timeout, read_timeout))
+                self._out.send_bytes(
+                    _dumps((rid, method, path, body, headers, connect_timeout, read_timeout))
+                )
         except (OSError, EOFError, ValueError) as e:
             with self._pending_lock:
                 self._pending.pop(rid, None)
@@ -163,7 +174,7 @@ class HttpWorker:
         conn = self._in
         while True:
             try:
-                rid, status, reason, retry_after, data, error = conn.recv()
+                rid, status, reason, retry_after, data, error = pickle.loads(conn.recv_bytes())
             except (EOFError, OSError, ValueError):
                 break
             with self._pending_lock:
@@ -227,12 +238,12 @@ def _child_main() -> None:
         except Exception as e:  # transport errors, and anything else: never leave the parent waiting
             out = (rid, 0, "", None, b"", (type(e).__name__, str(e)))
         with send_lock, contextlib.suppress(OSError, ValueError):
-            conn_out.send(out)
+            conn_out.send_bytes(_dumps(out))
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http") as ex:
         while True:
             try:
-                req = conn_in.recv()
+                req = pickle.loads(conn_in.recv_bytes())
             except (EOFError, OSError):
                 break  # the parent closed the pipe or died
             ex.submit(run, req)

@@ -55,7 +55,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "message": 'pods "p" is already assigned to node "n1"',
             }
         else:
-            out = {"kind": "Status", "status": "Success", "code": status}
+            out = {"kind": "Status", "status": "Success", "code": status, "details": {"name": self.path}}
         data = orjson.dumps(out)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -112,6 +112,25 @@ def test_an_api_error_from_the_worker_keeps_its_status_and_is_not_retried(api: A
     assert getattr(st.error, "status", None) == 409
     assert "already assigned" in st.message()
     assert len(server.seen) == 1
+
+
+def test_many_requests_in_flight_each_get_their_own_reply(api: Api, server: _Server) -> None:
+    wrong: list[tuple[str, Any]] = []
+
+    def post(t: int) -> None:
+        for i in range(20):
+            path = f"/api/v1/namespaces/ns{t}/events/e{i}"
+            _, out = api.request("POST", path, body={"n": i})
+            if out["details"]["name"] != path:
+                wrong.append((path, out))
+
+    threads = [threading.Thread(target=post, args=(t,)) for t in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert wrong == []
+    assert len(server.seen) == 32 * 20
 
 
 def _wait_dead(api: Api) -> None:
