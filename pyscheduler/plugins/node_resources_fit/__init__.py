@@ -89,7 +89,14 @@ from .args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from .batch import FILTER_MIN_BATCH, SCORE_MIN_BATCH, filter_failures, least_cpu_memory, strategy_scores
+from .batch import (
+    FILTER_MIN_BATCH,
+    SCORE_MIN_BATCH,
+    ScalarAllocations,
+    filter_failures,
+    least_cpu_memory,
+    strategy_scores,
+)
 from .scoring import (
     KIND_SCALAR,
     allocatable_requested,
@@ -182,6 +189,8 @@ class Fit:
         self.args = args if args is not None else NodeResourcesFitArgs()
         self.handle = handle
         self._ignored = frozenset(self.args.ignored_resources)
+        # Filter's per-epoch index of which nodes allocate each scalar resource (batch.ScalarAllocations)
+        self._scalar_allocs = ScalarAllocations()
         self._ignored_groups = frozenset(self.args.ignored_resource_groups)
         strategy = self.args.scoring_strategy
         # (kind, name, weight) per configured resource, in config order
@@ -278,7 +287,9 @@ class Fit:
             s = self.compute_request(pod)
         failed = None
         if len(nodes) >= FILTER_MIN_BATCH:
-            failed = filter_failures(nodes, s.milli_cpu, s.memory, s.ephemeral_storage, s.scalar, s.dra)
+            failed = filter_failures(
+                nodes, s.milli_cpu, s.memory, s.ephemeral_storage, s.scalar, s.dra, self._scalar_allocs
+            )
         if failed is None:
             return [fits(s, ni.allocatable, ni.requested, len(ni.pods)) for ni in nodes]
         out: list[Status | None] = [None] * len(nodes)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pyscheduler.backend.cache import Cache
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.status import Code
@@ -289,3 +290,39 @@ def test_extended_resource_only_one_node_has() -> None:
     got = plugin.filter_nodes(state, pod, infos)
     assert got == [plugin.filter(state, pod, ni) for ni in infos]
     assert [ni.name for ni, st in zip(infos, got, strict=True) if st is not None] == ["n9"]
+
+
+@pytest.mark.usefixtures("every_batch_size")
+def test_extended_resource_follows_nodes_and_pods_between_cycles() -> None:
+    """The index of which nodes offer each extended resource is kept across cycles: a node that stops
+    offering it, one that starts, and a pod taking the last unit are all seen on the next cycle."""
+
+    def offering(i: int, res: str | None) -> Any:
+        extra = {res: 1} if res else {}
+        return make_node(f"n{i}").res({"cpu": "4", "memory": "8Gi", "pods": 110, **extra}).obj()
+
+    cache = Cache()
+    nodes = [offering(i, "foo.com/gpu" if i == 3 else None) for i in range(50)]
+    for node in nodes:
+        cache.add_node(node)
+    snap = Snapshot()
+    plugin = Fit(None)
+    pod = make_pod("p").res({"foo.com/gpu": 1}).obj()
+
+    def fitting() -> set[str]:
+        cache.update_snapshot(snap)
+        infos = NodeBatch(list(snap.list()), snap.node_table())
+        state = make_cycle_state()
+        plugin.pre_filter(state, pod, infos)
+        got = plugin.filter_nodes(state, pod, infos)
+        assert got == [plugin.filter(state, pod, ni) for ni in infos]
+        return {ni.name for ni, st in zip(infos, got, strict=True) if st is None}
+
+    assert fitting() == {"n3"}
+    for i, res in ((3, None), (7, "foo.com/gpu")):  # n3 stops offering it, n7 starts
+        new = offering(i, res)
+        cache.update_node(nodes[i], new)
+        nodes[i] = new
+    assert fitting() == {"n7"}
+    cache.add_pod(make_pod("holder").res({"foo.com/gpu": 1}).node("n7").obj())
+    assert fitting() == set()
