@@ -28,7 +28,7 @@ Lifecycle (the cache is the only writer, via the snapshot)::
 
 ``node_epoch`` counts changes to any row's Node object (labels, taints, allocatable, a node added or
 removed): a plugin may cache per-node derived values (a label mask, a taint check per toleration set)
-keyed by ``(table, node_epoch)``.
+keyed by ``(table, node_epoch)``; ``NodeEpochCache`` is the base such caches share.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pyscheduler.framework.types import NodeInfo
+from pyscheduler.framework.types import NodeInfo, Taint
 
-__all__ = ["NodeBatch", "NodeTable", "batch_rows"]
+__all__ = ["NodeBatch", "NodeEpochCache", "NodeTable", "batch_rows"]
 
 I64 = npt.NDArray[np.int64]
 _ROW = operator.attrgetter("row")
@@ -190,3 +190,28 @@ def batch_rows(nodes: Sequence[NodeInfo]) -> tuple[NodeTable, I64] | None:
         if rows is not None:
             return nodes.table, rows
     return None
+
+
+class NodeEpochCache:
+    """Base of the caches of values derived from a table's Node objects alone (labels, taints,
+    allocatable), valid for one ``(table, node_epoch)``. ``moved(table)`` says whether the subclass
+    must drop what it holds; it then records ``table`` (held, not its id: a live object's id cannot be
+    reused by another table) and its epoch as current."""
+
+    __slots__ = ("epoch", "table")
+
+    def __init__(self) -> None:
+        self.table: NodeTable | None = None
+        self.epoch = -1
+
+    def moved(self, table: NodeTable) -> bool:
+        if self.table is table and self.epoch == table.node_epoch:
+            return False
+        self.table = table
+        self.epoch = table.node_epoch
+        return True
+
+
+def tainted_rows(table: NodeTable) -> list[tuple[int, tuple[Taint, ...]]]:
+    """(row, taints) of every row whose node has taints."""
+    return [(i, n.taints) for i, n in enumerate(table.nodes) if n is not None and n.taints]

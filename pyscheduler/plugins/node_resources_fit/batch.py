@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pyscheduler.framework.interfaces import MAX_NODE_SCORE
-from pyscheduler.framework.node_table import NodeTable, batch_rows
+from pyscheduler.framework.node_table import NodeEpochCache, NodeTable, batch_rows
 from pyscheduler.framework.types import NodeInfo
 
 from .args import MAX_UTILIZATION
@@ -166,25 +166,22 @@ def filter_failures(
     return failed.tolist(), key[failed].tolist()
 
 
-class ScalarAllocations:
+class ScalarAllocations(NodeEpochCache):
     """Per (NodeTable, node_epoch): for each scalar resource, the rows whose node allocates it and how
     much. A node's allocatable comes from its Node object alone, so this holds until ``node_epoch``
     moves. Filter then reads a scalar request's columns only on the nodes that offer the resource: where
     one node in 5,000 offers it (scheduler_perf's SchedulingWithExtendedResource), one NodeInfo instead
     of 5,000 per pod."""
 
-    __slots__ = ("by_name", "epoch", "table")
+    __slots__ = ("by_name",)
 
     def __init__(self) -> None:
-        self.table: NodeTable | None = None
-        self.epoch = -1
+        super().__init__()
         self.by_name: dict[str, tuple[I64, I64]] = {}
 
     def rows(self, table: NodeTable, rname: str) -> tuple[I64, I64]:
         """(rows, quantities) of the nodes of ``table`` allocating ``rname``, rows ascending."""
-        if self.table is not table or self.epoch != table.node_epoch:
-            # the table is held (not its id): a live object's id cannot be reused by another table
-            self.table, self.epoch = table, table.node_epoch
+        if self.moved(table):
             found: dict[str, tuple[list[int], list[int]]] = {}
             for i, ni in enumerate(table.infos):
                 for name, q in ni.allocatable.scalar.items():

@@ -22,7 +22,7 @@ from pyscheduler.framework.node_rows import (
     RowStore,
     TableLabels,
 )
-from pyscheduler.framework.node_table import NodeTable
+from pyscheduler.framework.node_table import NodeEpochCache, NodeTable, tainted_rows
 from pyscheduler.framework.pod_kinds import PodKindIndex, selector_picks
 from pyscheduler.framework.selectors import (
     LabelMatcher,
@@ -166,7 +166,7 @@ class NodeChecks:
         return not (c.node_taints_policy == HONOR and not taints)
 
 
-class EligibilityCache:
+class EligibilityCache(NodeEpochCache):
     """The inclusion policies' per-node answers over every row of one (NodeTable, node_epoch).
 
     Whether a node's hard taints are all tolerated, and whether a required node affinity matches it,
@@ -175,24 +175,20 @@ class EligibilityCache:
     like one seen before gets its masks by indexing, instead of checking every node again.
     """
 
-    __slots__ = ("affinity", "epoch", "limit", "table", "tainted", "taints")
+    __slots__ = ("affinity", "limit", "tainted", "taints")
 
     def __init__(self, limit: int = 64) -> None:
-        self.table: NodeTable | None = None
-        self.epoch = -1
+        super().__init__()
         self.limit = limit
         self.tainted: list[tuple[int, tuple[Taint, ...]]] = []
         self.taints: dict[tuple[Toleration, ...], Mask] = {}
         self.affinity: dict[object, Mask] = {}
 
     def sync(self, table: NodeTable) -> None:
-        if self.table is table and self.epoch == table.node_epoch:
-            return
-        self.table = table
-        self.epoch = table.node_epoch
-        self.tainted = [(i, n.taints) for i, n in enumerate(table.nodes) if n is not None and n.taints]
-        self.taints = {}
-        self.affinity = {}
+        if self.moved(table):
+            self.tainted = tainted_rows(table)
+            self.taints = {}
+            self.affinity = {}
 
     def _put(self, d: dict[Any, Mask], key: Any, mask: Mask) -> None:
         while len(d) >= self.limit:

@@ -20,7 +20,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from pyscheduler.framework.node_table import NodeTable
+from pyscheduler.framework.node_table import NodeEpochCache, NodeTable, tainted_rows
 from pyscheduler.framework.status import Status
 from pyscheduler.framework.types import Taint
 
@@ -31,28 +31,23 @@ V = TypeVar("V")
 MAX_ENTRIES = 256
 
 
-class TaintCache:
+class TaintCache(NodeEpochCache):
     """Derived per-row values for one (table, node_epoch); reset when either changes."""
 
-    __slots__ = ("epoch", "filters", "scores", "table", "tainted")
+    __slots__ = ("filters", "scores", "tainted")
 
     def __init__(self) -> None:
-        self.table: NodeTable | None = None
-        self.epoch = -1
+        super().__init__()
         # (row, taints) of every row whose node has taints
         self.tainted: list[tuple[int, tuple[Taint, ...]]] = []
         self.filters: dict[Hashable, list[Status | None]] = {}
         self.scores: dict[Hashable, I64] = {}
 
     def sync(self, table: NodeTable) -> None:
-        # The table is held (not its id): a live object's id cannot be reused by another table.
-        if self.table is table and self.epoch == table.node_epoch:
-            return
-        self.table = table
-        self.epoch = table.node_epoch
-        self.tainted = [(i, n.taints) for i, n in enumerate(table.nodes) if n is not None and n.taints]
-        self.filters = {}
-        self.scores = {}
+        if self.moved(table):
+            self.tainted = tainted_rows(table)
+            self.filters = {}
+            self.scores = {}
 
     def filter_statuses(
         self,
