@@ -75,7 +75,7 @@ from pyscheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.resource import MalformedObject, Resource
 from pyscheduler.framework.status import Code, Status
-from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
 from .args import (
     LEAST_ALLOCATED,
@@ -269,6 +269,29 @@ class Fit:
         if not isinstance(s, PodResourceRequest):
             s = self.compute_request(pod)
         return fits(s, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+    def filter_adjusted(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        added: Sequence[PodInfo],
+        removed: Sequence[PodInfo],
+    ) -> Status | None:
+        """``filter`` on ``node_info`` with ``added`` put on and ``removed`` taken off (both are pods'
+        requests and count only: what ``filter`` reads), without a copy of the node
+        (framework/pods_adjusted.py)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PodResourceRequest):
+            s = self.compute_request(pod)
+        used = node_info.requested
+        if added or removed:
+            used = used.clone()
+            for pi in added:
+                used.add(pi.pod.requests)
+            for pi in removed:
+                used.sub(pi.pod.requests)
+        return fits(s, node_info.allocatable, used, len(node_info.pods) + len(added) - len(removed))
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
         """``filter`` for every node: the fit checked on NumPy columns; the nodes that fail the same
