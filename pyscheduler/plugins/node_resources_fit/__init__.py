@@ -286,11 +286,20 @@ class Fit:
             s = self.compute_request(pod)
         used = node_info.requested
         if added or removed:
-            used = used.clone()
-            for pi in added:
-                used.add(pi.pod.requests)
-            for pi in removed:
-                used.sub(pi.pod.requests)
+            cpu, mem, eph = used.milli_cpu, used.memory, used.ephemeral_storage
+            scalar: dict[str, int] | None = None
+            for sign, pis in ((1, added), (-1, removed)):
+                for pi in pis:
+                    r = pi.pod.requests
+                    cpu += sign * r.milli_cpu
+                    mem += sign * r.memory
+                    eph += sign * r.ephemeral_storage
+                    if r.scalar:
+                        if scalar is None:
+                            scalar = dict(used.scalar)
+                        for k, v in r.scalar.items():
+                            scalar[k] = scalar.get(k, 0) + sign * v
+            used = Resource(cpu, mem, eph, 0, used.scalar if scalar is None else scalar)
         return fits(s, node_info.allocatable, used, len(node_info.pods) + len(added) - len(removed))
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
