@@ -40,7 +40,7 @@ ErrorFn = Callable[[str, str, BaseException], Status]
 class AdjustedFilter:
     """The Filter plugins of one cycle, each with how it answers for a node with pods added or removed."""
 
-    __slots__ = ("_index", "_on_error", "evaluations", "steps")
+    __slots__ = ("_index", "_on_error", "_single", "evaluations", "steps")
 
     def __init__(
         self,
@@ -53,6 +53,8 @@ class AdjustedFilter:
         self.evaluations = evaluations
         self._on_error = on_error
         self._index = {p.name: i for i, (p, _, _) in enumerate(self.steps)}
+        adjusting = [i for i, (_, _, f) in enumerate(self.steps) if f is not None]
+        self._single = adjusting[0] if len(adjusting) == 1 else -1  # the one plugin that reads pods
 
     def run(
         self,
@@ -108,8 +110,38 @@ class AdjustedFilter:
                 for k, v in zip(keys, saved, strict=True):
                     ev[k] = v
                 return None
+        if self._single < 0:
+            for i, pis in nominated:
+                results[i] = self._first_pass(state, pod, nodes[i], pis, results[i])
+            return results
+        a = self._single
+        p, _, adjusted = self.steps[a]
+        assert adjusted is not None
+        last = len(keys) - 1
         for i, pis in nominated:
-            results[i] = self._first_pass(state, pod, nodes[i], pis, results[i])
+            plain = results[i]
+            k2 = last + 1 if plain is None else index[plain.plugin]
+            if k2 < a:
+                continue  # the first pass rejects there too, the same way; counted alike
+            try:
+                s = adjusted(state, pod, nodes[i], pis, ())
+            except Exception:  # the general way turns it into the Error status
+                results[i] = self._first_pass(state, pod, nodes[i], pis, plain)
+                continue
+            if s is None or s.code == Code.SUCCESS:
+                if k2 == a:  # passes with more pods where it failed with fewer: the general way
+                    results[i] = self._first_pass(state, pod, nodes[i], pis, plain)
+                elif plain is None:  # both passes ran every plugin
+                    for key in keys:
+                        ev[key] += 1
+                # else: the first pass stops where the plain one did (a plugin that ignores the pods)
+                continue
+            if s.is_rejected():
+                results[i] = s if s.plugin == p.name else s.with_plugin(p.name)
+            else:
+                results[i] = wrapped_error("Filter", p.name, s)
+            for j in range(a + 1, min(k2, last) + 1):  # the plain pass did not run after all
+                ev[keys[j]] -= 1
         return results
 
     def _first_pass(
