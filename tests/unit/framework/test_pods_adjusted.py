@@ -265,3 +265,33 @@ def test_plugins_that_ignore_the_pods_may_come_after_the_one_that_reads_them(see
     assert got is not None
     assert [_describe(s) for s in got] == want
     assert evaluations == want_counts
+
+
+def test_a_plugin_that_raises_gives_the_same_error_node_by_node_and_in_a_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, fwk, state, pod, nodes = _setup(3)
+    ge = [(i, pis) for i, ni in enumerate(nodes) if (pis := fwk.ge_nominated_pods(pod, ni.name))]
+    assert ge
+    bad = nodes[ge[0][0]].name
+    fit: Any = next(p for p in fwk.filter_plugins if p.name == "NodeResourcesFit")
+    real = fit.filter_adjusted
+
+    def raising(st: CycleState, p: Pod, ni: NodeInfo, added: Any, removed: Any) -> Status | None:
+        if ni.name == bad:
+            raise RuntimeError("disk on fire")
+        return real(st, p, ni, added, removed)
+
+    monkeypatch.setattr(fit, "filter_adjusted", raising)
+    state.delete("__framework.pods_adjusted")  # plan again with the patched method
+    before = dict(fwk.evaluations)
+    want = [_describe(fwk.run_filter_plugins_with_nominated_pods(state, pod, ni)) for ni in nodes]
+    want_counts = {k: v - before[k] for k, v in fwk.evaluations.items()}
+    assert "disk on fire" in (want[ge[0][0]] or "")
+    adjusted = fwk.adjusted_filter(state)
+    assert adjusted is not None
+    before = dict(fwk.evaluations)
+    got = adjusted.with_nominated_batch(fwk.run_filter_plugins_batch, state, pod, nodes, ge)
+    assert got is not None
+    assert [_describe(s) for s in got] == want
+    assert {k: v - before[k] for k, v in fwk.evaluations.items()} == want_counts
