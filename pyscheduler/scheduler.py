@@ -576,6 +576,11 @@ class Scheduler:
                 ge.append((i, pis))
             else:
                 plain.append(i)
+        adjusted = fwk.adjusted_filter(state) if ge else None
+        if adjusted is not None:  # one batch for all, no clones (framework/pods_adjusted.py)
+            out = adjusted.with_nominated_batch(fwk.run_filter_plugins_batch, state, pod, chunk, ge)
+            if out is not None:
+                return out
         if plain:
             subset = chunk if not ge else chunk.subset(plain)
             for i, s in zip(plain, fwk.run_filter_plugins_batch(state, pod, subset), strict=True):

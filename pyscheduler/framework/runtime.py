@@ -77,6 +77,7 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.observers import DEFAULT_SLOW_PLUGIN_THRESHOLD, MetricsObserver, PluginObserver
 from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
+from pyscheduler.framework.pods_adjusted import AdjustedFilter, plan_adjusted_filter
 from pyscheduler.framework.scores import ScoreFailure, Scores, plugin_scores
 from pyscheduler.framework.signing import PodSigner
 from pyscheduler.framework.status import Code, Status, error_text, plugin_error, wrapped_error
@@ -422,6 +423,12 @@ class Framework:
             nominated = self.ge_nominated_pods(pod, node_info.name)
         if not nominated:
             return self.run_filter_plugins(state, pod, node_info)
+        adjusted = self.adjusted_filter(state)
+        if adjusted is not None:  # the same first pass, without the clones
+            s = adjusted.run(state, pod, node_info, nominated)
+            if s is not None and not s.is_success():
+                return s
+            return self.run_filter_plugins(state, pod, node_info)
         st = state.overlay()
         ni = node_info.clone()
         for pi in nominated:
@@ -433,6 +440,13 @@ class Framework:
         if s is not None and not s.is_success():
             return s
         return self.run_filter_plugins(state, pod, node_info)
+
+    def adjusted_filter(self, state: CycleState) -> AdjustedFilter | None:
+        """This cycle's Filter pass for a node with pods added or removed without a copy of it, when
+        one is exact (``framework/pods_adjusted.py``)."""
+        return plan_adjusted_filter(
+            state, self.filter_plugins, self._pre_filter_exts, self.evaluations, self._error
+        )
 
     def ge_nominated_pods(self, pod: Pod, node_name: str) -> list[PodInfo]:
         """The pods other than ``pod`` nominated to ``node_name`` with priority >= ``pod``'s (kube's

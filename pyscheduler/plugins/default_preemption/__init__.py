@@ -264,7 +264,8 @@ class DefaultPreemption:
     def find_candidates(
         self, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo], m: Mapping[str, Status]
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
-        potential = [ni for ni in all_nodes if _code(m.get(ni.name)) == Code.UNSCHEDULABLE]
+        unschedulable = Code.UNSCHEDULABLE  # a node without a status is not a potential one (_code)
+        potential = [ni for ni in all_nodes if (s := m.get(ni.name)) is not None and s.code == unschedulable]
         if not potential:
             log.debug("preemption cannot help %s on any node", pod.key)
             return [], {}, []
@@ -389,10 +390,17 @@ class DefaultPreemption:
         victims, num_violations, steps = found
         evaluations = plan.reprieve.evaluations
         saved = dict(evaluations)
-        node = ni.clone()
-        for pi in victims:
-            node.remove_pod(pi.pod)
-        st = self.handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        # no pod of equal or higher priority is nominated here (the caller checked): the nominated
+        # pass is the plain one, on the node without the victims (no copy when none is needed)
+        fw = getattr(self.handle, "framework", None)
+        adjusted = fw.adjusted_filter(state) if fw is not None else None
+        if adjusted is not None:
+            st = adjusted.run(state, pod, ni, (), victims)
+        else:
+            node = ni.clone()
+            for pi in victims:
+                node.remove_pod(pi.pod)
+            st = self.handle.run_filter_plugins_with_nominated_pods(state, pod, node)
         if st is not None and not st.is_success():
             log.debug("resource dry run on %s not confirmed by Filter: %s", ni.name, st.message())
             evaluations.clear()

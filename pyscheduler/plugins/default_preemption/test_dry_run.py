@@ -184,13 +184,27 @@ def test_a_failed_check_falls_back_to_the_full_dry_run(monkeypatch: pytest.Monke
     fast, full = World(nodes), World([ni.clone() for ni in nodes])
     pod = make_pod("p").priority(5).req(cpu="2").obj()
     calls = {"n": 0}
-    real = fast.handle.run_filter_plugins_with_nominated_pods
+    framework = fast.framework
+    real_plan = framework.adjusted_filter
 
-    def first_check_fails(state: CycleState, p: Pod, ni: NodeInfo) -> Status | None:
-        calls["n"] += 1
-        return Status.unschedulable("checked") if calls["n"] == 1 else real(state, p, ni)
+    class _FirstCheckFails:
+        """The check's Filter pass (on the node without the victims, no copy) rejects the first time."""
 
-    monkeypatch.setattr(fast.handle, "run_filter_plugins_with_nominated_pods", first_check_fails)
+        def __init__(self, adjusted: Any) -> None:
+            self.adjusted = adjusted
+
+        def run(self, state: CycleState, p: Pod, ni: NodeInfo, added: Any = (), removed: Any = ()) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                return Status.unschedulable("checked")
+            return self.adjusted.run(state, p, ni, added, removed)
+
+    def plan(state: CycleState) -> Any:
+        adjusted = real_plan(state)
+        assert adjusted is not None  # the plain pod: the check needs no copy of the node
+        return _FirstCheckFails(adjusted)
+
+    monkeypatch.setattr(framework, "adjusted_filter", plan)
     got, got_evals = fast.find(pod)
     monkeypatch.setattr(dp, "plan_dry_run", lambda fw, st: None)
     want, want_evals = full.find(pod)

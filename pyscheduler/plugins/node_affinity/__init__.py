@@ -188,6 +188,8 @@ def _node_names_from_fields(raw_terms: Sequence[Any]) -> frozenset[str] | None:
 
 
 class NodeAffinity:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:

@@ -73,6 +73,8 @@ class _Required:
 
 
 class NodeDeclaredFeatures:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:

@@ -24,6 +24,8 @@ _REJECT = Status.unresolvable(ERR_REASON, plugin=NAME)  # immutable: shared by b
 
 
 class NodeName:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:

@@ -75,7 +75,7 @@ from pyscheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from pyscheduler.framework.registry import PluginSpec
 from pyscheduler.framework.resource import MalformedObject, Resource
 from pyscheduler.framework.status import Code, Status
-from pyscheduler.framework.types import NodeInfo, Pod
+from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
 from .args import (
     LEAST_ALLOCATED,
@@ -278,6 +278,46 @@ class Fit:
         if not isinstance(s, PodResourceRequest):
             s = self.compute_request(pod)
         return fits(s, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+    def filter_adjusted(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        added: Sequence[PodInfo],
+        removed: Sequence[PodInfo],
+    ) -> Status | None:
+        """``filter`` on ``node_info`` with ``added`` put on and ``removed`` taken off (both are pods'
+        requests and count only: what ``filter`` reads), without a copy of the node
+        (framework/pods_adjusted.py)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PodResourceRequest):
+            s = self.compute_request(pod)
+        used = node_info.requested
+        cpu, mem, eph, scalar = used.milli_cpu, used.memory, used.ephemeral_storage, used.scalar
+        copied = False
+        for pi in added:
+            r = pi.pod.requests
+            cpu += r.milli_cpu
+            mem += r.memory
+            eph += r.ephemeral_storage
+            if r.scalar:
+                if not copied:
+                    scalar, copied = dict(scalar), True
+                for k, v in r.scalar.items():
+                    scalar[k] = scalar.get(k, 0) + v
+        for pi in removed:
+            r = pi.pod.requests
+            cpu -= r.milli_cpu
+            mem -= r.memory
+            eph -= r.ephemeral_storage
+            if r.scalar:
+                if not copied:
+                    scalar, copied = dict(scalar), True
+                for k, v in r.scalar.items():
+                    scalar[k] = scalar.get(k, 0) - v
+        n = len(node_info.pods) + len(added) - len(removed)
+        return _fits(s, node_info.allocatable, cpu, mem, eph, scalar, n)
 
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[Status | None]:
         """``filter`` for every node: the fit checked on NumPy columns; the nodes that fail the same
@@ -485,24 +525,37 @@ def _extended_resource_name(device_class: Mapping[str, Any]) -> str:
 def fits(s: PodResourceRequest, alloc: Resource, used: Resource, num_pods: int) -> Status | None:
     """kube's fitsRequest: every short resource is a reason; UnschedulableAndUnresolvable if some
     request is larger than the node's whole allocatable."""
+    return _fits(s, alloc, used.milli_cpu, used.memory, used.ephemeral_storage, used.scalar, num_pods)
+
+
+def _fits(
+    s: PodResourceRequest,
+    alloc: Resource,
+    used_cpu: int,
+    used_memory: int,
+    used_ephemeral: int,
+    used_scalar: Mapping[str, int],
+    num_pods: int,
+) -> Status | None:
+    """``fits`` on the node's requested totals given one by one."""
     reasons: list[str] = []
     unresolvable = False
     if num_pods + 1 > alloc.allowed_pod_number:
         reasons.append(REASON_TOO_MANY_PODS)
     q = s.milli_cpu
-    if q > 0 and q > alloc.milli_cpu - used.milli_cpu:
+    if q > 0 and q > alloc.milli_cpu - used_cpu:
         reasons.append(REASON_INSUFFICIENT_CPU)
         unresolvable = unresolvable or q > alloc.milli_cpu
     q = s.memory
-    if q > 0 and q > alloc.memory - used.memory:
+    if q > 0 and q > alloc.memory - used_memory:
         reasons.append(REASON_INSUFFICIENT_MEMORY)
         unresolvable = unresolvable or q > alloc.memory
     q = s.ephemeral_storage
-    if q > 0 and q > alloc.ephemeral_storage - used.ephemeral_storage:
+    if q > 0 and q > alloc.ephemeral_storage - used_ephemeral:
         reasons.append(REASON_INSUFFICIENT_EPHEMERAL_STORAGE)
         unresolvable = unresolvable or q > alloc.ephemeral_storage
     if s.scalar:
-        a_scalar, u_scalar = alloc.scalar, used.scalar
+        a_scalar, u_scalar = alloc.scalar, used_scalar
         for rname, q, reason in s.scalar:
             a = a_scalar.get(rname, 0)
             if a <= 0 and rname in s.dra:

@@ -60,6 +60,8 @@ def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
 
 
 class NodeUnschedulable:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:

@@ -94,6 +94,8 @@ _REJECT = Status.unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)  # immutable:
 
 
 class TaintToleration:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:

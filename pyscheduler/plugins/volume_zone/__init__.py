@@ -109,6 +109,8 @@ def pv_topologies(pv: JSONMap) -> tuple[PVTopology, ...]:
 
 
 class VolumeZone:
+    # Filter never reads the node's pods (framework/pods_adjusted.py)
+    filter_ignores_node_pods = True
     name = NAME
 
     def sign_pod(self, pod: Pod) -> tuple[list[signers.Fragment], Status | None]:
