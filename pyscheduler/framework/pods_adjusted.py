@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyscheduler.framework.cycle_state import CycleState
-from pyscheduler.framework.status import Code, Status, wrapped_error
+from pyscheduler.framework.status import Code, Status, filter_outcome
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
 # The cycle state key the plan is kept under (one per cycle: it depends on the skipped plugins only).
@@ -78,9 +78,7 @@ class AdjustedFilter:
             except Exception as e:
                 return self._on_error(p.name, "Filter", e)
             if s is not None and s.code != Code.SUCCESS:
-                if not s.is_rejected():
-                    return wrapped_error("Filter", p.name, s)
-                return s if s.plugin == p.name else s.with_plugin(p.name)
+                return filter_outcome(p.name, s)
         return None
 
     def with_nominated_batch(
@@ -136,10 +134,7 @@ class AdjustedFilter:
                         ev[key] += 1
                 # else: the first pass stops where the plain one did (a plugin that ignores the pods)
                 continue
-            if s.is_rejected():
-                results[i] = s if s.plugin == p.name else s.with_plugin(p.name)
-            else:
-                results[i] = wrapped_error("Filter", p.name, s)
+            results[i] = filter_outcome(p.name, s)
             for j in range(a + 1, min(k2, last) + 1):  # the plain pass did not run after all
                 ev[keys[j]] -= 1
         return results
@@ -171,11 +166,7 @@ class AdjustedFilter:
                 rejected, k1 = self._on_error(p.name, "Filter", e), k
                 break
             if s is not None and s.code != Code.SUCCESS:
-                if not s.is_rejected():
-                    rejected = wrapped_error("Filter", p.name, s)
-                else:
-                    rejected = s if s.plugin == p.name else s.with_plugin(p.name)
-                k1 = k
+                rejected, k1 = filter_outcome(p.name, s), k
                 break
         # node by node: the first pass counts its plugins up to k1; the plain pass (counted by the
         # batch up to k2) runs only if the first one passed

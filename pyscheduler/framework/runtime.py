@@ -80,7 +80,7 @@ from pyscheduler.framework.podgroup import Placement, PlacementScore, PodGroupAs
 from pyscheduler.framework.pods_adjusted import AdjustedFilter, plan_adjusted_filter
 from pyscheduler.framework.scores import ScoreFailure, Scores, plugin_scores
 from pyscheduler.framework.signing import PodSigner
-from pyscheduler.framework.status import Code, Status, error_text, plugin_error, wrapped_error
+from pyscheduler.framework.status import Code, Status, error_text, filter_outcome, plugin_error, wrapped_error
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.framework.waiting_pods import WaitingPod
 
@@ -338,9 +338,7 @@ class Framework:
             except Exception as e:
                 return self._error(p.name, "Filter", e)
             if s is not None and s.code != Code.SUCCESS:
-                if not s.is_rejected():
-                    return wrapped_error("Filter", p.name, s)
-                return s if s.plugin == p.name else s.with_plugin(p.name)
+                return filter_outcome(p.name, s)
         return None
 
     def run_filter_plugins_batch(

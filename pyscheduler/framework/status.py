@@ -154,3 +154,11 @@ def wrapped_error(point: str, plugin: str, s: Status) -> Status:
     """A status ``plugin`` returned at ``point`` that is not a rejection (an Error, or a code the point does
     not allow), as the Error kube-scheduler's runtime makes of it."""
     return Status(Code.ERROR, (kube_error_message(point, plugin, s.message()),), plugin, s.error)
+
+
+def filter_outcome(plugin: str, s: Status) -> Status:
+    """A Filter plugin's non-success Status as the framework reports it for the node: a rejection named
+    for ``plugin``, anything else wrapped as the Error kube's runtime makes of it."""
+    if not s.is_rejected():
+        return wrapped_error("Filter", plugin, s)
+    return s if s.plugin == plugin else s.with_plugin(plugin)

@@ -128,7 +128,8 @@ def filter_failures(
         if q > 0:
             names += [alloc, req]
             checks.append(q)
-    cols = Columns(nodes).many(*names)
+    columns = Columns(nodes)
+    cols = columns.many(*names)
     if cols is None:
         return None
     n = len(nodes)
@@ -139,13 +140,14 @@ def filter_failures(
         short = q > alloc_col - cols[3 + 2 * i]
         key |= (short.astype(np.int64) << bit) | ((short & (q > alloc_col)).astype(np.int64) << (bit + 1))
         bit += 2
-    current = batch_rows(nodes) if alloc_index is not None and scalar else None
+    # the offering-nodes index applies when the nodes are current table rows
+    sparse = alloc_index if columns.table is not None and columns.rows is not None else None
     for rname, q, _reason in scalar:
         try:
-            if current is not None and alloc_index is not None and q > 0:
+            if sparse is not None and q > 0:
                 # Where a node does not allocate it, a positive request is short whatever that node's
                 # use (use is never negative), so only the offering nodes' use is read.
-                alloc_col, used_col = _sparse_scalar_columns(nodes, *current, rname, alloc_index)
+                alloc_col, used_col = _sparse_scalar_columns(nodes, columns, rname, sparse)
             else:  # map chains: the loop over thousands of nodes stays in C
                 alloc_col = np.fromiter(
                     map(dict.get, map(_ALLOC_SCALAR, nodes), repeat(rname), repeat(0)), np.int64, n
@@ -201,10 +203,12 @@ _EMPTY: I64 = np.zeros(0, dtype=np.int64)
 
 
 def _sparse_scalar_columns(
-    nodes: Sequence[NodeInfo], table: NodeTable, rows: I64, rname: str, index: ScalarAllocations
+    nodes: Sequence[NodeInfo], columns: Columns, rname: str, index: ScalarAllocations
 ) -> tuple[I64, I64]:
-    """The allocatable and used columns of ``rname`` for ``nodes`` (at ``rows``, current), with used
-    read only where the node allocates the resource (0 elsewhere)."""
+    """The allocatable and used columns of ``rname`` for ``nodes`` (whose ``columns`` have current table
+    rows), with used read only where the node allocates the resource (0 elsewhere)."""
+    table, rows = columns.table, columns.rows
+    assert table is not None and rows is not None
     offer_rows, offer_q = index.rows(table, rname)
     full = np.zeros(table.size, dtype=np.int64)
     full[offer_rows] = offer_q
