@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.differential import CLAIM_CONTROLLER
-from bench.measure import Endpoint, ProcStats
+from bench.measure import Conn, Endpoint, ProcStats
 from bench.processes import Profiler, profile_summary
 from bench.report import find_py_spy
 from bench.run import KUBE, PY, SCHEDULERS, KubeScheduler, PyScheduler, Scheduler, git_info, machine_info
@@ -93,6 +93,7 @@ def run_workload(
         if not sched.alive():
             return {"error": f"{scheduler} exited:\n{sched.log_tail()}"}
         cpu = stats.cpu_seconds() - cpu0
+        events = count_events(endpoint)
         prof = {"profile": profile_summary(collapsed)} if collapsed is not None and collapsed.exists() else {}
         return prof | {
             "seconds": res.seconds,
@@ -106,12 +107,33 @@ def run_workload(
             "cpu_seconds": cpu,
             "cpu_ms_per_pod": 1000.0 * cpu / max(1, res.pods_created),
             "peak_rss_mb": stats.peak_rss_mb(),
+            "events": events,
         }
     finally:
         if sched is not None:
             sched.stop()
             sched.cleanup()
         cluster.stop()
+
+
+def count_events(endpoint: Endpoint, settle: float = 10.0) -> int | None:
+    """Events in the cluster once the count stops growing (each run has a cluster of its own, and no
+    controller but the scheduler writes events there). A scheduler that drops events under load (its
+    queue full) shows it here beside the pods it bound; None if the count could not be read."""
+    conn = Conn(endpoint)
+    try:
+        last, deadline = -1, time.monotonic() + settle
+        while True:
+            out = conn.json("GET", "/apis/events.k8s.io/v1/events?limit=1")
+            n = len(out["items"]) + int(out["metadata"].get("remainingItemCount") or 0)
+            if n == last or time.monotonic() >= deadline:
+                return n
+            last = n
+            time.sleep(1.0)
+    except (RuntimeError, OSError, KeyError, ValueError):
+        return None
+    finally:
+        conn.close()
 
 
 def make_scheduler(name: str, cluster: LocalCluster, gates: str, log_level: str) -> Scheduler:
@@ -291,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 say(
                     f"  {s}: {r['throughput_average']:.1f} pods/s average, {r['pods']} pods, "
-                    f"{r['cpu_ms_per_pod']:.2f} ms CPU/pod, workload {r['seconds']:.1f}s "
+                    f"{r['cpu_ms_per_pod']:.2f} ms CPU/pod, {r['events']} events, workload {r['seconds']:.1f}s "
                     f"(with cluster {time.monotonic() - t0:.0f}s)"
                 )
         results.append(entry)
