@@ -44,6 +44,7 @@ from pyscheduler.plugins.pod_topology_spread.common import (
 )
 
 _MAX_INT32 = 2**31 - 1
+_NO_AFFINITY = RequiredNodeAffinity((), None)  # stands in where no constraint is there to honour it
 
 
 class PreFilterState:
@@ -186,10 +187,11 @@ class PreFilterState:
 class Filtering(PluginBase):
     def _fast_pre_filter_counts(self, s: PreFilterState, pod: Pod, nodes: Sequence[NodeInfo]) -> bool:
         """Fill ``s.counts`` from the NodeTable; False (nothing done) when ``nodes`` are not its rows."""
-        table = snapshot_table(self._snapshot())
+        snapshot = self._snapshot()
+        table = snapshot_table(snapshot)
         if table is None:
             return False
-        rows = rows_of(table, nodes)
+        rows = rows_of(table, nodes, snapshot)
         if rows is None:
             return False
         constraints = s.constraints
@@ -219,11 +221,11 @@ class Filtering(PluginBase):
 
     def calc_pre_filter_state(self, pod: Pod, nodes: Sequence[NodeInfo]) -> PreFilterState:
         constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:  # PreFilter skips the plugin: the pod's node affinity is not needed
+            return PreFilterState(constraints, [], NodeChecks(pod, constraints, _NO_AFFINITY))
         req = RequiredNodeAffinity.of(pod)
         checks = NodeChecks(pod, constraints, req)
         s = PreFilterState(constraints, [1 if c.matches(pod.labels) else 0 for c in constraints], checks)
-        if not constraints:
-            return s
         if self._fast_pre_filter_counts(s, pod, nodes):
             s.finish()
             return s
