@@ -14,6 +14,11 @@ no-op. It also times ``Pod.from_dict`` on the same pods (what the reflector does
     python -m bench.cycle --profile out.prof      # cProfile of the measured part
     python -m bench.cycle --workloads OnePodPerNode --config list.yaml --feature-gates OpportunisticBatching=false
     python -m bench.cycle --nodes 5000 --pods 500 --workloads ExtendedResourcePerNode
+    python -m bench.cycle --nodes 5000 --pods 10000 --workloads NodeInclusionPolicyCourse,PreemptionAsyncCourse
+
+The ``*Course`` workloads (``course_workloads``) mirror upstream scheduler_perf test cases at their
+5,000-node size, from the pinned module's templates, with binds and victim deletions fed back through the
+watch handlers and churn paced as in a live run; their figure includes the churn pods' cycles.
 
 Figures: milliseconds per pod (median of ``--repeat`` runs) and pods/s. No cluster is started. For
 Preemption and Unschedulable the figure is per first attempt (victims are not deleted here, so
