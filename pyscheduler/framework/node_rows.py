@@ -50,18 +50,34 @@ def _arange(n: int) -> I64:
     return a
 
 
-def rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> I64 | None:
+def rows_of(table: NodeTable, nodes: Sequence[NodeInfo], snapshot: Any = None) -> I64 | None:
     """``table.rows(nodes)``; for the table's own node list (the snapshot's ``list()``), row i is
-    ``nodes[i]`` by identity, so only the generations need reading (one pass instead of two)."""
+    ``nodes[i]`` by identity, so only the generations need reading (one pass instead of two).
+
+    ``snapshot``: the snapshot ``table`` is of. When ``nodes`` is that snapshot's ``list()`` itself, its
+    rows are 0..n-1 without reading a generation: the snapshot is written only by the cache, which
+    rewrites the table rows of what it changes (``Cache._copy_changed``), the same trust the scheduler's
+    Filter chunks of that list get (``NodeBatch`` with the rows given). Reading 5,000 generations was a
+    third of PodTopologySpread's PreFilter on a hostname spread."""
     if isinstance(nodes, NodeBatch) and nodes.table is table:
         return nodes.rows()  # rows given by the snapshot (its sublists) or looked up and checked once
     n = len(nodes)
+    if snapshot is not None and n == table.size and nodes is _own_list(snapshot, table):
+        return _arange(n)
     if n == table.size and isinstance(nodes, list) and nodes == table.infos:  # identity, element-wise
         gens = np.fromiter(map(_GENERATION, nodes), np.int64, n)
         if not np.array_equal(gens, table.generation):
             return None
         return _arange(n)
     return table.rows(nodes)
+
+
+def _own_list(snapshot: Any, table: NodeTable) -> Any:
+    """The snapshot's node list when ``table`` is its table, else None."""
+    get_table = getattr(snapshot, "node_table", None)
+    if get_table is None or get_table() is not table:
+        return None
+    return snapshot.list()
 
 
 def table_rows(nodes: Sequence[NodeInfo], snapshot: Any) -> tuple[NodeTable, I64] | None:
@@ -75,7 +91,7 @@ def table_rows(nodes: Sequence[NodeInfo], snapshot: Any) -> tuple[NodeTable, I64
     table = snapshot_table(snapshot)
     if table is None:
         return None
-    rows = rows_of(table, nodes)
+    rows = rows_of(table, nodes, snapshot)
     return None if rows is None else (table, rows)
 
 

@@ -16,7 +16,9 @@ plugin tests compare both on random clusters). Two rules keep that true:
 - A row is only trusted for a NodeInfo the table wrote and that has not changed since: ``rows()``
   compares each NodeInfo's ``generation`` with the one stored for its row. Preemption's dry runs work
   on clones with pods removed (a new generation), explanations on ad-hoc snapshots; for those
-  ``rows()`` returns None and the plugin answers node by node.
+  ``rows()`` returns None and the plugin answers node by node. The snapshot's own ``list()`` (and the
+  scheduler's chunks of it) are taken as rows 0..n-1 unchecked: only the cache writes the snapshot, and
+  it rewrites the rows of what it changed (``node_rows.rows_of`` with the snapshot).
 - Only what the columns hold is vectorised; anything else (extended resources, a pod's host ports, a
   node that fails, where the exact Status with its reasons is wanted) goes through the per-node method.
 

@@ -236,7 +236,7 @@ class Filtering(PluginBase):
             return True  # nothing to count
         # the nodes must be the table's rows; the index below covers every row, so checking the
         # larger list is enough when the pod has terms of its own
-        rows = rows_of(table, all_nodes if own_terms else anti_nodes)
+        rows = rows_of(table, all_nodes if own_terms else anti_nodes, snap)
         if rows is None:
             return False
         labels = self._labels

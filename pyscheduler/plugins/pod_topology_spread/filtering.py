@@ -16,9 +16,10 @@ from pyscheduler.framework.interfaces import (
 from pyscheduler.framework.node_rows import (
     I64,
     LabelColumn,
+    Mask,
     rows_of,
     snapshot_table,
-    sum_by_value,
+    sum_by_code,
 )
 from pyscheduler.framework.node_table import batch_rows
 from pyscheduler.framework.selectors import (
@@ -43,18 +44,28 @@ from pyscheduler.plugins.pod_topology_spread.common import (
 )
 
 _MAX_INT32 = 2**31 - 1
+_NO_AFFINITY = RequiredNodeAffinity((), None)  # stands in where no constraint is there to honour it
 
 
 class PreFilterState:
     """Per hard constraint: matching pods per domain value, the minimum over domains, and how many
-    domains hold each count (to keep the minimum exact under add/remove)."""
+    domains hold each count (to keep the minimum exact under add/remove).
+
+    Counted from the NodeTable, a constraint's counts are first kept as arrays over its label column's
+    codes (``_coded``: the column, the sums with a trailing 0 for a missing label, which codes are
+    domains); the minimum and the number of domains are read off them in NumPy, and Filter's batch path
+    uses the sums as they are. The value -> count dict and the histogram are made from them only when
+    something reads ``counts``/``domains_at_count`` or updates the state (preemption's add/remove): a
+    hostname key has a domain per node, and building those per pod was most of PreFilter."""
 
     __slots__ = (
+        "_coded",
+        "_counts",
+        "_domains_at_count",
         "_per_code",
         "constraints",
-        "counts",
-        "domains_at_count",
         "min_match",
+        "n_domains",
         "node_checks",
         "self_match",
     )
@@ -63,39 +74,95 @@ class PreFilterState:
         self.constraints = constraints
         self.self_match = self_match
         self.node_checks = node_checks
-        self.counts: list[dict[str, int]] = [{} for _ in constraints]
+        self._counts: list[dict[str, int] | None] = [{} for _ in constraints]
         self.min_match: list[int] = [_MAX_INT32] * len(constraints)
-        self.domains_at_count: list[dict[int, int]] = [{} for _ in constraints]
+        self.n_domains: list[int] = [0] * len(constraints)
+        self._domains_at_count: list[dict[int, int] | None] = [{} for _ in constraints]
+        # per constraint, while counted from the table and not updated since: (column, sums, domains)
+        self._coded: dict[int, tuple[LabelColumn, I64, Mask]] = {}
         # per constraint: (label column, counts as an array over its codes), for filter_nodes
         self._per_code: dict[int, tuple[LabelColumn, I64]] = {}
 
+    def set_coded(self, i: int, col: LabelColumn, sums: I64, domains: Mask) -> None:
+        """Constraint ``i``'s counts as sums over ``col``'s codes (trailing 0) where ``domains`` holds."""
+        self._coded[i] = (col, sums, domains)
+        self._counts[i] = None
+        self._domains_at_count[i] = None
+        n = int(np.count_nonzero(domains))
+        self.n_domains[i] = n
+        self.min_match[i] = int(sums[:-1][domains].min()) if n else _MAX_INT32
+
+    @property
+    def counts(self) -> list[dict[str, int]]:
+        """Per constraint: domain value -> matching pods."""
+        return [self._counts_of(i) for i in range(len(self.constraints))]
+
+    @property
+    def domains_at_count(self) -> list[dict[int, int]]:
+        """Per constraint: count -> how many domains hold it."""
+        return [self._hist_of(i) for i in range(len(self.constraints))]
+
+    def _counts_of(self, i: int) -> dict[str, int]:
+        c = self._counts[i]
+        if c is None:
+            col, sums, domains = self._coded[i]
+            ks = np.flatnonzero(domains)
+            values = col.values
+            c = self._counts[i] = dict(zip([values[k] for k in ks.tolist()], sums[ks].tolist(), strict=True))
+        return c
+
+    def _hist_of(self, i: int) -> dict[int, int]:
+        h = self._domains_at_count[i]
+        if h is None:
+            h = self._domains_at_count[i] = dict(Counter(self._counts_of(i).values()))
+        return h
+
     def per_code(self, i: int, col: LabelColumn) -> I64:
         """``counts[i]`` over ``col``'s codes (trailing 0 for a missing label); cached until update()."""
+        coded = self._coded.get(i)
+        if coded is not None and coded[0] is col:
+            return coded[1]
         hit = self._per_code.get(i)
         if hit is not None and hit[0] is col:
             return hit[1]
-        arr = col.per_code(self.counts[i])
+        arr = col.per_code(self._counts_of(i))
         self._per_code[i] = (col, arr)
         return arr
 
     def finish(self) -> None:
-        for i, values in enumerate(self.counts):
-            hist = dict(Counter(values.values()))  # counted in C: a hostname key has a domain per node
-            self.domains_at_count[i] = hist
+        """The minimum and the number of domains of the constraints counted into ``counts`` dicts."""
+        for i, values in enumerate(self._counts):
+            if values is None:
+                continue  # coded: set by set_coded
+            hist = dict(Counter(values.values()))  # counted in C
+            self._domains_at_count[i] = hist
+            self.n_domains[i] = len(values)
             self.min_match[i] = min(hist) if hist else _MAX_INT32
 
     def min_match_num(self, i: int) -> int:
-        if len(self.counts[i]) < self.constraints[i].min_domains:
+        if self.n_domains[i] < self.constraints[i].min_domains:
             return 0
         return self.min_match[i]
 
+    def count(self, i: int, value: str) -> int:
+        """Matching pods in domain ``value`` of constraint ``i`` (0 when it is not a domain)."""
+        coded = self._coded.get(i)
+        if coded is not None:
+            col, sums, domains = coded
+            k = col.index.get(value)
+            return int(sums[k]) if k is not None and domains[k] else 0
+        return self._counts_of(i).get(value, 0)
+
     def update(self, i: int, value: str, delta: int) -> None:
+        values = self._counts_of(i)
+        hist = self._hist_of(i)
+        self._coded.pop(i, None)
         self._per_code = {}
-        values = self.counts[i]
         old = values.get(value, 0)
         cur = old + delta
+        if value not in values:
+            self.n_domains[i] += 1
         values[value] = cur
-        hist = self.domains_at_count[i]
         hist[old] = hist.get(old, 0) - 1
         if hist[old] <= 0:
             del hist[old]
@@ -108,9 +175,11 @@ class PreFilterState:
         c.constraints = self.constraints
         c.self_match = self.self_match
         c.node_checks = self.node_checks
-        c.counts = [dict(m) for m in self.counts]
+        c._counts = [None if m is None else dict(m) for m in self._counts]
+        c._domains_at_count = [None if h is None else dict(h) for h in self._domains_at_count]
+        c._coded = dict(self._coded)  # never written in place: update() drops an entry
         c.min_match = list(self.min_match)
-        c.domains_at_count = [dict(h) for h in self.domains_at_count]
+        c.n_domains = list(self.n_domains)
         c._per_code = {}
         return c
 
@@ -118,10 +187,11 @@ class PreFilterState:
 class Filtering(PluginBase):
     def _fast_pre_filter_counts(self, s: PreFilterState, pod: Pod, nodes: Sequence[NodeInfo]) -> bool:
         """Fill ``s.counts`` from the NodeTable; False (nothing done) when ``nodes`` are not its rows."""
-        table = snapshot_table(self._snapshot())
+        snapshot = self._snapshot()
+        table = snapshot_table(snapshot)
         if table is None:
             return False
-        rows = rows_of(table, nodes)
+        rows = rows_of(table, nodes, snapshot)
         if rows is None:
             return False
         constraints = s.constraints
@@ -139,18 +209,23 @@ class Filtering(PluginBase):
             if taints is not None and c.node_taints_policy == HONOR:
                 incl = incl & taints
             cnt = self._pod_counts(table, rows, nodes, c.selector, c.matcher, ns)
-            s.counts[i] = sum_by_value(cols[i].values, codes[i], cnt, incl)
+            summed = sum_by_code(len(cols[i].values), codes[i], cnt, incl)
+            if summed is None:
+                n = len(cols[i].values)
+                s.set_coded(i, cols[i], np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.bool_))
+            else:
+                s.set_coded(i, cols[i], *summed)
         return True
 
     # -- PreFilter -----------------------------------------------------------------------------------
 
     def calc_pre_filter_state(self, pod: Pod, nodes: Sequence[NodeInfo]) -> PreFilterState:
         constraints = self.get_constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:  # PreFilter skips the plugin: the pod's node affinity is not needed
+            return PreFilterState(constraints, [], NodeChecks(pod, constraints, _NO_AFFINITY))
         req = RequiredNodeAffinity.of(pod)
         checks = NodeChecks(pod, constraints, req)
         s = PreFilterState(constraints, [1 if c.matches(pod.labels) else 0 for c in constraints], checks)
-        if not constraints:
-            return s
         if self._fast_pre_filter_counts(s, pod, nodes):
             s.finish()
             return s
@@ -240,7 +315,7 @@ class Filtering(PluginBase):
             value = labels.get(c.topology_key)
             if value is None:
                 return Status.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH, plugin=NAME)
-            skew = s.counts[i].get(value, 0) + s.self_match[i] - s.min_match_num(i)
+            skew = s.count(i, value) + s.self_match[i] - s.min_match_num(i)
             if skew > c.max_skew:
                 return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=NAME)
         return None

@@ -97,13 +97,14 @@ class Scoring(PluginBase):
     ) -> bool:
         """pre_score's two passes over the NodeTable; False (``s`` untouched) when the nodes are not
         its rows."""
-        table = snapshot_table(self._snapshot())
+        snapshot = self._snapshot()
+        table = snapshot_table(snapshot)
         if table is None:
             return False
-        rows = rows_of(table, nodes)
+        rows = rows_of(table, nodes, snapshot)
         if rows is None:
             return False
-        all_rows = rows if all_nodes is nodes else rows_of(table, all_nodes)
+        all_rows = rows if all_nodes is nodes else rows_of(table, all_nodes, snapshot)
         if all_rows is None:
             return False
         cols = _Columns(table, self._labels, s.constraints, require_all)

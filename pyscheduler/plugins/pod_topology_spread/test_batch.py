@@ -294,3 +294,56 @@ def test_filter_nodes_sees_counts_updated_after_a_batch_call() -> None:
     pl.add_pod(state, pod, PodInfo(pod_on("p3", "b", FOO)), b)
     # z1: 1, z2: 2 -> a: 1+1-1 = 1, b: 2+1-1 > 1
     assert [code_of(s) for s in pl.filter_nodes(state, pod, batch)] == [OK, UNSCHED]
+
+
+def test_hostname_spread_honoring_taints_places_like_node_by_node() -> None:
+    """scheduler_perf's SchedulingWithNodeInclusionPolicy in small: one node in five tainted, pods spread
+    on hostname (maxSkew 1) with both inclusion policies Honor, bound one after the other. The counts
+    PreFilter keeps as arrays over the hostname codes give each pod the same feasible nodes and the same
+    rejections as the node-by-node path, the tainted nodes never count as domains, and preemption's
+    add_pod on a clone of the state moves the minimum without touching the original."""
+    nodes = [node(f"n{i}", (Taint("foo", "", "NoSchedule"),) if i % 5 == 4 else ()) for i in range(20)]
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(n)
+    snap = Snapshot()
+    fast = PodTopologySpread(None, make_handle(snap))
+    placed: list[str] = []
+    for k in range(20):
+        cache.update_snapshot(snap)
+        slow = PodTopologySpread(None, make_handle(plain_snapshot(snap.list())))
+        pod = (
+            make_pod(f"p{k}")
+            .labels(FOO)
+            .spread(1, HOST, DNS, FOO, nodeTaintsPolicy="Honor", nodeAffinityPolicy="Honor")
+            .obj()
+        )
+        fs, ss = CycleState(), CycleState()
+        assert fast.pre_filter(fs, pod, snap.list()) == slow.pre_filter(ss, pod, list(snap.list()))
+        assert pre_filter_summary(fs) == pre_filter_summary(ss)
+        s = fs.get("PreFilter" + NAME)
+        assert isinstance(s, PreFilterState)
+        assert s.n_domains == [16]  # the untainted nodes only
+        batch = NodeBatch(snap.list(), snap.node_table())
+        assert batch.rows() is not None
+        got = fast.filter_nodes(fs, pod, batch)
+        assert got == [slow.filter(ss, pod, ni) for ni in snap.list()]
+        assert got == [fast.filter(fs, pod, ni) for ni in snap.list()]
+        feasible = [ni.name for ni, st in zip(snap.list(), got, strict=True) if st is None]
+        # maxSkew 1 on hostname: of the untainted nodes only those holding the fewest pods fit; a tainted
+        # node is no domain (0 pods counted there) and passes here (TaintToleration turns it away)
+        level = k // 16
+        tainted = {n.name for n in nodes if n.taints}
+        assert feasible == [n.name for n in nodes if n.name in tainted or placed.count(n.name) == level]
+        feasible = [name for name in feasible if name not in tainted]
+        if k == 3:  # preemption's what-if: a clone moves, the original state stays
+            clone = fs.clone()
+            target = snap.get(feasible[0])
+            assert target is not None
+            fast.add_pod(clone, pod, PodInfo(pod_on("extra", feasible[0], FOO)), target)
+            c = clone.get("PreFilter" + NAME)
+            assert isinstance(c, PreFilterState)
+            assert c.counts[0][feasible[0]] == 1 and c.min_match == s.min_match
+            assert fast.filter_nodes(fs, pod, batch) == got
+        placed.append(feasible[0])
+        cache.add_pod(pod_on(f"p{k}", feasible[0], FOO))
