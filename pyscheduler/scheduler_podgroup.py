@@ -450,7 +450,7 @@ def _bind(sched: Scheduler, fwk: Framework, q: QueuedPodInfo, r: PodResult, star
     """kube's prepareForBindingCycle for one feasible pod of a feasible group: assume, Reserve, Permit
     (a Wait holds it in the binding cycle), then the binding cycle off-thread. The pod's state from the
     group's simulation carries on (what its PreFilter plugins computed), no longer a pod group cycle."""
-    from pyscheduler.scheduler import ScheduleResult
+    from pyscheduler.scheduler_search import ScheduleResult
 
     pod, node, state = q.pod, r.node, r.state
     state.delete(POD_GROUP_CYCLE_KEY)

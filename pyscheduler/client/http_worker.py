@@ -50,7 +50,7 @@ log = structlog.get_logger("pyscheduler.client")
 # (status, reason, Retry-After, body) of a reply; status 0 with an error for a transport failure
 Reply = tuple[int, str, str | None, bytes]
 REPLY_MARGIN = 5.0  # seconds past the request's own timeouts before the parent gives up waiting
-# exchanges the child runs at once: as many as the scheduler's binding cycles (scheduler.BIND_WORKERS)
+# exchanges the child runs at once: as many as the scheduler's binding cycles (scheduler_binding.BIND_WORKERS)
 THREADS = 64
 
 

@@ -26,7 +26,7 @@ from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 from pyscheduler.parallel import FORCE_ENV
 from pyscheduler.plugins.registry import full_registry, plugin_extension_points
-from pyscheduler.scheduler import num_feasible_nodes_to_find
+from pyscheduler.scheduler_search import num_feasible_nodes_to_find
 from pyscheduler.testing.builders import make_node, make_pod
 
 

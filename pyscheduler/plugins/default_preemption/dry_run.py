@@ -6,7 +6,8 @@ put back, every Filter plugin again. kube does that for ~100 candidate nodes on 
 Python thread must do less per node while deciding the same. What can be left out without changing a
 verdict:
 
-- **Filter plugins that never look at the node's pods** (``POD_INDEPENDENT_FILTERS``: node name,
+- **Filter plugins that never look at the node's pods** (those that say so with
+  ``filter_ignores_node_pods = True``, the flag ``framework/pods_adjusted.py`` reads too: node name,
   cordon, taints, node affinity, declared features, volume zones). Once the first Filter pass of a dry
   run (every pod of lower priority gone) has passed, they pass on that node at every later step: taking
   pods off and putting them back changes nothing they read. The reprieve steps run only the other
@@ -38,21 +39,8 @@ from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.status import Code
 from pyscheduler.framework.types import NodeInfo, Pod
 
-# Filter plugins whose verdict on a node depends only on the pod, the Node object and their own
-# PreFilter state, never on the pods assigned to the node; none writes the cycle state in Filter.
-POD_INDEPENDENT_FILTERS = frozenset(
-    {
-        "NodeUnschedulable",
-        "NodeName",
-        "TaintToleration",
-        "NodeAffinity",
-        "NodeDeclaredFeatures",
-        "VolumeZone",
-    }
-)
 # Depends on the node's pods (their requests and count) but only reads the cycle state in Filter.
 RESOURCES_FIT = "NodeResourcesFit"
-STATE_READ_ONLY_FILTERS = POD_INDEPENDENT_FILTERS | {RESOURCES_FIT}
 
 FilterFn = Callable[[CycleState, Pod, NodeInfo], Any]
 
@@ -128,14 +116,21 @@ def plan_dry_run(framework: Any, state: CycleState) -> DryRunPlan | None:
     )
     running = [p for p in filter_plugins if p.name not in skip]
     steps: list[tuple[tuple[str, str], FilterFn | None]] = [
-        ((p.name, "Filter"), None if _known(p, POD_INDEPENDENT_FILTERS) else p.filter) for p in running
+        ((p.name, "Filter"), None if _ignores_node_pods(p) else p.filter) for p in running
     ]
-    clone_state = run_extensions or not all(_known(p, STATE_READ_ONLY_FILTERS) for p in running)
+    clone_state = run_extensions or not all(_ignores_node_pods(p) or _is_resources_fit(p) for p in running)
     reprieve = ReprieveFilter(steps, evaluations)
     by_resources = not clone_state and reprieve.dependent() == [RESOURCES_FIT]
     return DryRunPlan(clone_state, run_extensions, reprieve, by_resources)
 
 
-def _known(plugin: Any, names: frozenset[str]) -> bool:
-    """One of ``names``, and our own plugin of that name (not an out-of-tree one registered under it)."""
-    return plugin.name in names and type(plugin).__module__.startswith("pyscheduler.plugins.")
+def _ignores_node_pods(plugin: Any) -> bool:
+    """The plugin's verdict on a node depends only on the pod, the Node object and its own PreFilter
+    state, never on the node's pods, and its Filter does not write the cycle state: what its
+    ``filter_ignores_node_pods`` flag says (``framework/pods_adjusted.py`` trusts the same flag)."""
+    return getattr(plugin, "filter_ignores_node_pods", False) is True
+
+
+def _is_resources_fit(plugin: Any) -> bool:
+    """Our NodeResourcesFit (not an out-of-tree plugin registered under its name)."""
+    return plugin.name == RESOURCES_FIT and type(plugin).__module__.startswith("pyscheduler.plugins.")
