@@ -20,7 +20,7 @@ import itertools
 import operator
 import random
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,8 +230,7 @@ class NodeSearch:
 
         nodes: Sequence[NodeInfo] = all_nodes
         if pre_res is not None and not pre_res.all_nodes():
-            names = pre_res.node_names or frozenset()
-            nodes = [n for n in all_nodes if n.name in names]
+            nodes = _named_nodes(all_nodes, pre_res.node_names or frozenset(), self.snapshot)
             diagnosis.absent_nodes_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             )
@@ -446,3 +445,31 @@ class NodeSearch:
             raise RuntimeError("empty priority list")
         ties = np.flatnonzero(totals == totals.max())
         return int(ties[0 if len(ties) == 1 else self.rng.randrange(len(ties))])
+
+
+def _named_nodes(all_nodes: Sequence[NodeInfo], names: Collection[str], snapshot: Snapshot) -> list[NodeInfo]:
+    """The nodes of ``all_nodes`` named in a PreFilterResult, in ``all_nodes``' order (kube walks
+    allNodes and keeps those named). When the result names a few nodes of many (a DaemonSet pod's
+    matchFields on metadata.name names one), each is looked up by name and put at its row, checked to be
+    that position of ``all_nodes``; walking 15,000 nodes' names per pod was 6 ms of a DaemonSet pod's
+    8.6 ms at scheduler_perf's 15,000 nodes. Any name whose NodeInfo is not at its row there (a
+    placement's subset of the nodes, a snapshot being rebuilt) walks the list as before."""
+    n = len(all_nodes)
+    if 8 * len(names) < n:
+        found: list[tuple[int, NodeInfo]] = []
+        for name in names:
+            ni = snapshot.get(name)
+            if ni is None:
+                continue
+            row = ni.row
+            if not (0 <= row < n and all_nodes[row] is ni):
+                break
+            found.append((row, ni))
+        else:
+            found.sort(key=_first)
+            return [ni for _, ni in found]
+    return [ni for ni in all_nodes if ni.name in names]
+
+
+def _first(pair: tuple[int, NodeInfo]) -> int:
+    return pair[0]

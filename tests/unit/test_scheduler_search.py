@@ -260,3 +260,45 @@ def test_the_scheduled_log_counts_every_rejected_node_as_evaluated(fits: int) ->
     assert feasible == []
     assert sorted(diagnosis.node_to_status) == sorted(f"n{i}" for i in range(40))
     assert {s.reasons for s in diagnosis.node_to_status.values()} == {("Insufficient cpu",)}
+
+
+@pytest.mark.parametrize("subset", [False, True], ids=["all-nodes", "a-placement-subset"])
+def test_a_pod_naming_its_nodes_is_filtered_on_those_alone_in_the_lists_order(subset: bool) -> None:
+    """A DaemonSet pod's matchFields on metadata.name make NodeAffinity's PreFilter name its node; the
+    search then filters the named nodes alone, in the node list's order (kube walks allNodes and keeps
+    the named ones), whether the list is the snapshot's or a pod group placement's subset of it, and a
+    name with no node is left out."""
+    app = _app(None)
+    for i in range(200):
+        app.cache.add_node(make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110).obj())
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    named = ["n150", "n7", "gone", "n42"]
+    pod = Pod.from_dict(
+        {
+            "metadata": {"name": "ds", "namespace": "default", "uid": "ds"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [  # one name a term: the API allows one value
+                                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]}
+                                for n in named
+                            ]
+                        }
+                    }
+                },
+            },
+        }
+    )
+    sched = app.scheduler
+    sched.next_start_node_index = 0
+    nodes = list(sched.snapshot.list())
+    if subset:  # every other node, backwards: positions are not the table's rows
+        nodes = nodes[::-2]
+    fwk = app.profiles["py-scheduler"]
+    feasible, diagnosis = sched.find_nodes_that_fit(fwk, CycleState(), pod, nodes)
+    want = [ni.name for ni in nodes if ni.name in named]
+    assert [ni.name for ni in feasible] == want
+    assert len(want) == (1 if subset else 3)  # n150, n7, n42; of the odd-indexed backwards half, n7
+    assert diagnosis.absent_nodes_status is not None
