@@ -14,8 +14,9 @@ come and its queue never fills while the API server answers. A post is a round t
 loaded API server, so four posting threads managed 130-800 events/s, and at 500-750 pods/s on 16 cores
 (or 5,000 nodes with pods created ahead on 2) the queue filled and three Scheduled events in four were
 lost, where kube-scheduler lost none (``bench.run``'s ``events_in_namespace``). Thirty-two threads keep
-up with the rate the scheduler binds at (each waits on the HTTP worker most of the time; the
-scheduler's own Binding cycles are 64).
+up while pods arrive as they are created; with 10,000 pods pending at once they do not yet (about
+7,000 of 11,000 posted at 5,000 nodes): the posts queue behind Bindings for the HTTP worker's 64
+threads (docs/benchmark.md, session 14).
 
 The queue holds ``QUEUE_SIZE`` (1,000) events, client-go's ``maxQueuedEvents``, and the daemon hands
 the recorder a client with a rate limiter of its own (kube-scheduler's separate event client). Both
