@@ -466,10 +466,6 @@ def _named_nodes(all_nodes: Sequence[NodeInfo], names: Collection[str], snapshot
                 break
             found.append((row, ni))
         else:
-            found.sort(key=_first)
+            found.sort(key=operator.itemgetter(0))
             return [ni for _, ni in found]
     return [ni for ni in all_nodes if ni.name in names]
-
-
-def _first(pair: tuple[int, NodeInfo]) -> int:
-    return pair[0]

@@ -231,6 +231,7 @@ class Filtering(PluginBase):
             return s
         ns = pod.namespace
         indexed = list(enumerate(constraints))
+        per_constraint = s.counts  # the live dicts (nothing is coded on this path): read once, not per node
         for ni in nodes:
             node = ni.node
             if node is None:
@@ -243,7 +244,7 @@ class Filtering(PluginBase):
                 if not NodeChecks.included(c, aff, taints):
                     continue
                 value = labels[c.topology_key]
-                counts = s.counts[i]
+                counts = per_constraint[i]
                 counts[value] = counts.get(value, 0) + count_pods_matching(ni.pods, c.selector, ns, c.matcher)
         s.finish()
         return s
