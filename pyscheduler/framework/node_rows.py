@@ -74,10 +74,7 @@ def rows_of(table: NodeTable, nodes: Sequence[NodeInfo], snapshot: Any = None) -
 
 def _own_list(snapshot: Any, table: NodeTable) -> Any:
     """The snapshot's node list when ``table`` is its table, else None."""
-    get_table = getattr(snapshot, "node_table", None)
-    if get_table is None or get_table() is not table:
-        return None
-    return snapshot.list()
+    return snapshot.list() if snapshot_table(snapshot) is table else None
 
 
 def table_rows(nodes: Sequence[NodeInfo], snapshot: Any) -> tuple[NodeTable, I64] | None:
