@@ -42,6 +42,11 @@ FIGURES: list[tuple[str, str, Callable[[dict[str, Any]], float]]] = [
     ("latency p99", "ms", lambda r: r["latency_ms"]["p99"]),
     ("CPU (measured phase)", "s", lambda r: r["cpu_seconds"]),
     ("CPU per pod", "ms/pod", lambda r: 1000.0 * r["cpu_seconds"] / max(1, r["bound"])),
+    (
+        "CPU per pod, events posted",
+        "ms/pod",
+        lambda r: 1000.0 * r.get("cpu_seconds_events_posted", math.nan) / max(1, r["bound"]),
+    ),
     ("cores used", "cores", lambda r: r["cpu_seconds"] / r["seconds"] if r["seconds"] else math.nan),
     ("peak RSS", "MB", lambda r: r["peak_rss_mb"]),
     ("apiserver CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan)),
