@@ -4,7 +4,7 @@ Design
 ------
 kube-scheduler records ``Scheduled``, ``FailedScheduling``, ``Preempted``, ... through client-go's
 events library. Here ``event()`` only formats the body (cheap) and puts it on a bounded queue;
-``WORKERS`` (32) daemon threads post the bodies with ``Api.create_event`` (which retries transient
+``WORKERS`` (64) daemon threads post the bodies with ``Api.create_event`` (which retries transient
 errors). The caller never blocks: when the queue is full the event is dropped and counted
 (``dropped``), as client-go's broadcaster drops events when its channel is full. Failed posts are
 logged and counted (``failed``).
@@ -13,10 +13,13 @@ client-go posts each event from a goroutine of its own, so its posts are as conc
 come and its queue never fills while the API server answers. A post is a round trip of 5-30 ms on a
 loaded API server, so four posting threads managed 130-800 events/s, and at 500-750 pods/s on 16 cores
 (or 5,000 nodes with pods created ahead on 2) the queue filled and three Scheduled events in four were
-lost, where kube-scheduler lost none (``bench.run``'s ``events_in_namespace``). Thirty-two threads keep
-up while pods arrive as they are created; with 10,000 pods pending at once they do not yet (about
-7,000 of 11,000 posted at 5,000 nodes): the posts queue behind Bindings for the HTTP worker's 64
-threads (docs/benchmark.md, session 14).
+lost, where kube-scheduler lost none (``bench.run``'s ``events_in_namespace``). Where the API server
+is the bottleneck, as on two cores, each kind of write goes as fast as the requests of that kind in
+flight: with 32 posters beside 64 binding cycles (``scheduler_binding.BIND_WORKERS``) events came at
+half the rate of binds, and with 10,000 pods pending at once the queue filled and about 4,000 of
+11,000 Scheduled events were lost at 5,000 nodes. So there are as many posters as binding cycles, and
+the HTTP worker has threads for both (docs/benchmark.md, session 15). Posters cost nothing while idle;
+their CPU is that of the posts, which have to be made.
 
 The queue holds ``QUEUE_SIZE`` (1,000) events, client-go's ``maxQueuedEvents``, and the daemon hands
 the recorder a client with a rate limiter of its own (kube-scheduler's separate event client). Both
@@ -70,7 +73,7 @@ SERIES_REFRESH: Final = 30 * 60.0  # client-go's refreshTime: a running series i
 
 
 QUEUE_SIZE: Final = 1000  # client-go's maxQueuedEvents: beyond it, events are dropped
-WORKERS: Final = 32  # posting threads: enough to keep up with binds (see the module docstring)
+WORKERS: Final = 64  # posting threads: as many as binding cycles, to keep up with binds (module docstring)
 
 
 class EventSink(Protocol):

@@ -50,8 +50,11 @@ log = structlog.get_logger("pyscheduler.client")
 # (status, reason, Retry-After, body) of a reply; status 0 with an error for a transport failure
 Reply = tuple[int, str, str | None, bytes]
 REPLY_MARGIN = 5.0  # seconds past the request's own timeouts before the parent gives up waiting
-# exchanges the child runs at once: as many as the scheduler's binding cycles (scheduler_binding.BIND_WORKERS)
-THREADS = 64
+# Exchanges the child runs at once: the scheduler's binding cycles (scheduler_binding.BIND_WORKERS, 64)
+# plus the event recorder's posters (client.events.WORKERS, 64). At 64 in all, with 10,000 pods pending
+# at once, the posters' requests queued behind the binders' for the same threads and about 4,000 of
+# 11,000 Scheduled events were dropped at 5,000 nodes (docs/benchmark.md, session 15).
+THREADS = 128
 
 
 def exchange(
@@ -119,6 +122,9 @@ class HttpWorker:
         self._in = Connection(os.dup(self._proc.stdout.fileno()), writable=False)
         self._proc.stdin.close()
         self._proc.stdout.close()
+        # a connection kept for each exchange that can run at once: urllib3 (block=False) opens one more
+        # past ``maxsize`` and closes it after one exchange, a TLS handshake each time
+        pool_kwargs = {**pool_kwargs, "maxsize": max(int(pool_kwargs.get("maxsize", 1)), threads)}
         self._out.send((server, pool_kwargs, threads))
         self._send_lock = threading.Lock()
         self._pending: dict[int, _Waiter] = {}
