@@ -477,6 +477,7 @@ def _precreate(
 
 
 def _event_count(env: Env) -> int:
+    """Events in the benchmark's namespace (one list call: the first item and the remaining count)."""
     out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/events?limit=1")
     return len(out["items"]) + int(out["metadata"].get("remainingItemCount", 0))
 
@@ -510,8 +511,7 @@ def _events_settled(
 def _finish_run(env: Env, sched: Scheduler, result: dict[str, Any], prefix: str) -> None:
     """Count the run's events into ``result``; keep the scheduler's log if the run failed or was asked to."""
     with contextlib.suppress(Exception):
-        out = env.conn.json("GET", f"/api/v1/namespaces/{NS}/events?limit=1")
-        result["events_in_namespace"] = len(out["items"]) + int(out["metadata"].get("remainingItemCount", 0))
+        result["events_in_namespace"] = _event_count(env)
     if "error" in result or env.args.keep_logs:
         say(f"{prefix} scheduler log kept in {sched.log_dir}")
     else:
