@@ -1,7 +1,8 @@
 """Fixtures for every test in the repository.
 
-- Unit tests (everything not marked ``cluster``) cannot reach an API server: any HTTP request through
-  urllib3 (which the kubernetes client uses) fails the test at once.
+- Unit tests (everything not marked ``cluster`` or ``network``) cannot reach an API server: any HTTP
+  request through urllib3 (which the kubernetes client uses) or the client's own ``Http1Pool`` fails the
+  test at once.
 - ``cluster``: one real control plane (etcd, kube-apiserver, kube-controller-manager, KWOK) for the whole
   session, built from e2e/controlplane on first use. Tests that use it are marked ``cluster``.
 - ``ns``: a fresh namespace per test on that cluster, deleted afterwards.
@@ -32,10 +33,13 @@ def _no_real_api_calls(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
         return
     import urllib3
 
+    from pyscheduler.client.http1 import Http1Pool
+
     def refuse(self: object, method: str, url: str, *args: object, **kwargs: object) -> None:
         raise AssertionError(f"unit test tried a real API call: {method} {url}")
 
     monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", refuse)
+    monkeypatch.setattr(Http1Pool, "exchange", refuse)
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,21 @@
-"""Writes to the API server sent from a second process, so HTTP does not hold the scheduler's GIL.
+"""Writes to the API server sent from a second process (``--http-worker``; off by default).
 
 Design
 ------
 The daemon is one Python process: the scheduling thread, the reflectors, the binder threads, the event
-recorder and the status writer share one GIL and therefore at most one core. A Binding, an Event or a
-status patch costs ~0.3 ms of client CPU each in urllib3 and ssl (request building, TLS records,
-response parsing): about a third of the daemon's CPU per pod (py-spy, SchedulingBasic). On a busy
-machine the process also competes for CPU as one runnable thread against the API server's and etcd's
-many. ``HttpWorker`` moves that work into a child process:
+recorder and the status writer share one GIL and therefore at most one core. Through urllib3 a
+Binding, an Event or a status patch cost ~0.3 ms of GIL time each (request building, header parsing in
+``http.client``); ``HttpWorker`` moved that work into a child process. Since the transport frames its
+own HTTP/1.1 (``http1.py``, 0.28 ms of CPU per write in all), the pipe round trip here costs more (0.56
+ms per write, session 16) than the GIL time it saves, so the daemon runs without it unless asked. How it
+works:
 
 - The parent keeps everything that decides what is sent and what a reply means: the rate limiter, the
   ``Authorization`` header (credential refresh hooks run in the parent), retries with backoff, error
   mapping and JSON decoding (``Api._once``). Only the HTTP exchange itself crosses over.
 - A request is a small tuple ``(id, method, path, body, headers, connect timeout, read timeout)``
   pickled over a pipe (``multiprocessing.connection`` framing, plain ``pickle``); the child runs it
-  on one of its threads over its own keep-alive pool (same TLS settings) and sends back
+  on one of its threads over its own keep-alive pool (``http1.Http1Pool``, same TLS settings) and sends back
   ``(id, status, reason, Retry-After, body, error)``.
   A reader thread in the parent hands each reply to the thread waiting for it.
 - Reads stay in the parent: lists and watches stream large bodies the parent parses anyway.
@@ -37,48 +38,22 @@ import pickle
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
 
 import structlog
-import urllib3
+
+from pyscheduler.client.http1 import Http1Pool, Reply
 
 log = structlog.get_logger("pyscheduler.client")
 
-# (status, reason, Retry-After, body) of a reply; status 0 with an error for a transport failure
-Reply = tuple[int, str, str | None, bytes]
 REPLY_MARGIN = 5.0  # seconds past the request's own timeouts before the parent gives up waiting
 # Exchanges the child runs at once: the scheduler's binding cycles (scheduler_binding.BIND_WORKERS, 64)
 # plus the event recorder's posters (client.events.WORKERS, 64). At 64 in all, with 10,000 pods pending
 # at once, the posters' requests queued behind the binders' for the same threads and about 4,000 of
 # 11,000 Scheduled events were dropped at 5,000 nodes (docs/benchmark.md, session 15).
 THREADS = 128
-
-
-def exchange(
-    send: Callable[..., Any],
-    method: str,
-    target: str,
-    body: bytes | None,
-    headers: dict[str, str],
-    timeout: urllib3.Timeout,
-) -> Reply:
-    """One urllib3 exchange as both sides send it (no retries, no redirects, body read): ``send`` is a
-    pool's ``urlopen`` (``target`` a path) or a PoolManager's ``request`` (a URL). Transport errors
-    propagate."""
-    resp = send(
-        method,
-        target,
-        body=body,
-        headers=headers,
-        timeout=timeout,
-        retries=False,
-        redirect=False,
-        preload_content=True,
-    )
-    return resp.status, resp.reason or "", resp.headers.get("Retry-After"), resp.data or b""
 
 
 def _dumps(obj: Any) -> bytes:
@@ -122,8 +97,8 @@ class HttpWorker:
         self._in = Connection(os.dup(self._proc.stdout.fileno()), writable=False)
         self._proc.stdin.close()
         self._proc.stdout.close()
-        # a connection kept for each exchange that can run at once: urllib3 (block=False) opens one more
-        # past ``maxsize`` and closes it after one exchange, a TLS handshake each time
+        # a connection kept for each exchange that can run at once: the pool opens one more past
+        # ``maxsize`` when all are busy and closes it after one exchange, a TLS handshake each time
         pool_kwargs = {**pool_kwargs, "maxsize": max(int(pool_kwargs.get("maxsize", 1)), threads)}
         self._out.send((server, pool_kwargs, threads))
         self._send_lock = threading.Lock()
@@ -229,18 +204,14 @@ def _child_main() -> None:
         server, kw, threads = conn_in.recv()
     except EOFError:
         return
-    pool = urllib3.PoolManager(**kw).connection_from_url(server)
+    pool = Http1Pool(server, kw)
     send_lock = threading.Lock()
-    timeouts: dict[tuple[float, float], urllib3.Timeout] = {}
 
     def run(req: tuple[int, str, str, bytes | None, dict[str, str], float, float]) -> None:
         rid, method, path, body, headers, connect, read = req
         out: tuple[int, int, str, str | None, bytes, tuple[str, str] | None]
-        t = timeouts.get((connect, read))
-        if t is None:
-            t = timeouts[(connect, read)] = urllib3.Timeout(connect=connect, read=read)
         try:
-            out = (rid, *exchange(pool.urlopen, method, path, body, headers, t), None)
+            out = (rid, *pool.exchange(method, path, body, headers, connect, read), None)
         except Exception as e:  # transport errors, and anything else: never leave the parent waiting
             out = (rid, 0, "", None, b"", (type(e).__name__, str(e)))
         with send_lock, contextlib.suppress(OSError, ValueError):

@@ -6,11 +6,13 @@ which verb) is ``api.Api``'s business, built on top of it. It is built from a
 generated models or API classes: they deserialize every field of every object into Python objects,
 which costs more than scheduling the pod. Instead:
 
-- **Connections.** One ``urllib3.PoolManager`` built from the Configuration's TLS settings (CA file or
-  data, client certificate and key, ``verify_ssl``, ``tls_server_name``, proxy), keep-alive, ``maxsize``
-  64 by default, TCP keepalive probes so a dead peer is noticed, urllib3's own retries off. Writes may
-  be sent from a child process (``http_worker.py``); rate limiting, credentials, retries and error
-  mapping stay here.
+- **Connections.** The Configuration's TLS settings (CA file or data, client certificate and key,
+  ``verify_ssl``, ``tls_server_name``, proxy), keep-alive (``POOL_MAXSIZE`` connections kept), TCP
+  keepalive probes so a dead peer is noticed. Requests and their whole replies go over ``http1.py``
+  (urllib3 opens its connections, httptools parses the replies: a third of urllib3's CPU per
+  exchange); watches, and everything through a proxy, over a ``urllib3.PoolManager`` with its own
+  retries off. Writes can instead be sent from a child process (``http_worker.py``, off by default);
+  rate limiting, credentials, retries and error mapping stay here.
 - **Credentials.** The ``Authorization`` header comes from ``Configuration.auth_settings()``, cached for
   10 s and dropped after a 401; that call runs the kubeconfig/in-cluster ``refresh_api_key_hook``, so
   rotating ServiceAccount tokens and exec/OIDC credentials keep working.
@@ -51,7 +53,8 @@ from pyscheduler.client.errors import (
     error_from_response,
     is_retryable,
 )
-from pyscheduler.client.http_worker import HttpWorker, WorkerError, exchange
+from pyscheduler.client.http1 import Http1Pool
+from pyscheduler.client.http_worker import HttpWorker, WorkerError
 from pyscheduler.client.ratelimit import TokenBucket
 from pyscheduler.framework.clock import Clock, RealClock
 
@@ -61,6 +64,11 @@ JSON = dict[str, Any]
 Query = Mapping[str, str | int | bool | None]
 USER_AGENT: Final = "pyscheduler/0.1.0"
 AUTH_REFRESH_SECONDS: Final = 10.0
+# Connections kept per server: one for each request that can be in flight at once, the binding cycles
+# (scheduler_binding.BIND_WORKERS, 64) and the event posters (events.WORKERS, 64) plus the status
+# writers, claim writers and leader election. A request past the pool's size opens a connection of its
+# own and closes it afterwards: a TLS handshake each time the daemon is that busy.
+POOL_MAXSIZE: Final = 160
 MAX_RETRY_AFTER: Final = 10.0
 
 
@@ -114,6 +122,24 @@ def make_pool(configuration: k8s_client.Configuration, maxsize: int = 64) -> url
     return urllib3.PoolManager(**kw)
 
 
+def _pool_exchange(
+    pool: Any, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: urllib3.Timeout
+) -> tuple[int, str, str | None, bytes]:
+    """One exchange through a urllib3 PoolManager (a proxy, or a pool a test injected): no retries, no
+    redirects, body read. Transport errors propagate."""
+    resp = pool.request(
+        method,
+        url,
+        body=body,
+        headers=headers,
+        timeout=timeout,
+        retries=False,
+        redirect=False,
+        preload_content=True,
+    )
+    return resp.status, resp.reason or "", resp.headers.get("Retry-After"), resp.data or b""
+
+
 class RequestObserver(Protocol):
     """Where client-go's rest_client_* figures go (``pyscheduler.metrics.SchedulerMetrics``). A negative
     ``seconds`` marks a watch: counted, not timed."""
@@ -138,7 +164,7 @@ class Transport:
         max_attempts: int = 5,
         backoff_initial: float = 0.1,
         backoff_max: float = 5.0,
-        pool_maxsize: int = 64,
+        pool_maxsize: int = POOL_MAXSIZE,
         user_agent: str = USER_AGENT,
         clock: Clock | None = None,
         auth_refresh_seconds: float = AUTH_REFRESH_SECONDS,
@@ -156,19 +182,19 @@ class Transport:
         )
         self._sleep = sleep
         self._pool: Any = pool if pool is not None else make_pool(configuration, max(32, pool_maxsize))
-        # Every call goes to one server: take its connection pool once, so a request does not pay for
-        # PoolManager's URL parsing and pool-key lookup (a fifth of a bind's client CPU, py-spy).
+        # Every call but a watch goes to one server over our own HTTP/1.1 framing (http1.py: a third of
+        # urllib3's client CPU per exchange); only for a direct connection through our own pool.
         self._origin = ""
-        self._host_pool: Any = None
+        self._http1: Http1Pool | None = None
         if pool is None and type(self._pool) is urllib3.PoolManager:
             parsed = urllib3.util.parse_url(self.server)
             self._origin = f"{parsed.scheme}://{parsed.netloc}"
-            self._host_pool = self._pool.connection_from_url(self.server)
+            self._http1 = Http1Pool(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
         self._timeouts: dict[float, urllib3.Timeout] = {}
         # Writes (everything but GET) sent from a child process: see http_worker. Only for a direct
         # connection through our own pool (not through a proxy, not with an injected pool).
         self._worker: HttpWorker | None = None
-        if http_worker and self._host_pool is not None and not _uses_proxy(configuration):
+        if http_worker and self._http1 is not None and not _uses_proxy(configuration):
             self._worker = HttpWorker(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
         self._user_agent = user_agent
         self._auth: str | None = None
@@ -205,7 +231,8 @@ class Transport:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
-        self._host_pool = None
+        if self._http1 is not None:
+            self._http1.close()
         try:
             self._pool.clear()
         except (urllib3.exceptions.HTTPError, OSError) as e:  # closing idle sockets; nothing to retry
@@ -311,17 +338,19 @@ class Transport:
                 )
             except WorkerError as e:
                 raise ApiConnectionError(0, e.kind, str(e), method, path) from e
+        elif (http1 := self._http1) is not None:
+            try:
+                status, reason, retry_after, raw = http1.exchange(
+                    method, url[len(self._origin) :], data, headers, connect, timeout
+                )
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
         else:
             t = self._timeouts.get(timeout)
             if t is None:
                 t = self._timeouts[timeout] = urllib3.Timeout(connect=connect, read=timeout)
-            host_pool = self._host_pool
-            if host_pool is not None:
-                send, where = host_pool.urlopen, url[len(self._origin) :]
-            else:
-                send, where = self._pool.request, url
             try:
-                status, reason, retry_after, raw = exchange(send, method, where, data, headers, t)
+                status, reason, retry_after, raw = _pool_exchange(self._pool, method, url, data, headers, t)
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 raise ApiConnectionError(0, type(e).__name__, str(e), method, path) from e
         if status >= 400:

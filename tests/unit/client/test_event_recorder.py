@@ -451,11 +451,13 @@ def test_writer_helpers_for_pod_writes() -> None:
 
 def test_posters_and_http_threads_keep_up_with_the_binding_cycles() -> None:
     """Where the API server is the bottleneck each kind of write goes as fast as its requests in flight.
-    With fewer posters than binding cycles, or an HTTP worker with threads for only one of them, events
-    fell behind binds and, with 10,000 pods pending at 5,000 nodes, about 4,000 Scheduled events were
+    With fewer posters than binding cycles, or an HTTP worker (or connection pool) with room for only one
+    of them, events fell behind binds and, with 10,000 pods pending at 5,000 nodes, about 4,000 Scheduled events were
     dropped."""
-    from pyscheduler.client import http_worker
+    from pyscheduler.client import http_worker, transport
     from pyscheduler.scheduler_binding import BIND_WORKERS
 
     assert WORKERS >= BIND_WORKERS
     assert http_worker.THREADS >= BIND_WORKERS + WORKERS
+    # in process, each of them keeps a connection: past the pool's size, every request pays a TLS handshake
+    assert transport.POOL_MAXSIZE >= BIND_WORKERS + WORKERS
