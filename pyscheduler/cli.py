@@ -454,9 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--http-worker",
         action=argparse.BooleanOptionalAction,
-        default=os.environ.get("PYSCHEDULER_HTTP_WORKER", "1") not in ("0", "false", "no"),
-        help="send Bindings, Events and status patches from a second process, so that HTTP does not "
-        "share the scheduling thread's GIL (default: on; env PYSCHEDULER_HTTP_WORKER=0 turns it off)",
+        default=os.environ.get("PYSCHEDULER_HTTP_WORKER", "0") in ("1", "true", "yes"),
+        help="send Bindings, Events and status patches from a second process (default: off; env "
+        "PYSCHEDULER_HTTP_WORKER=1 turns it on). Since writes are framed by client/http1.py, the pipe "
+        "round trip costs more CPU than the GIL time it saves (docs/benchmark.md, session 16)",
     )
     r.add_argument(
         "--slow-plugin-threshold",
