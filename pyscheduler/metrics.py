@@ -129,7 +129,7 @@ class SchedulerMetrics:
         self._ep_children: dict[tuple[str, Code, str], Any] = {}
         self._plugin_children: dict[tuple[str, str, Code], Any] = {}
         self._hint_children: dict[tuple[str, str, str], Any] = {}
-        self._batch_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._event_children: dict[str, Any] = {}
         self._rest_children: dict[tuple[str, str, str], tuple[Any, Any, Any, Any]] = {}
         self._rate_children: dict[tuple[str, str], Any] = {}
@@ -482,13 +482,13 @@ class SchedulerMetrics:
         self.permit_wait_duration.labels(str(status)).observe(seconds)
 
     # ------------------------------------------------------------------------ batching observer
-    # Each runs once or twice per scheduling cycle: every series' child is looked up once (labels()
-    # costs a lock and a tuple build).
+    # These and the per-pod observers below run once or more per scheduling cycle: every series' child
+    # is looked up once (labels() costs a lock and a tuple build, as much as the observation).
     def _child(self, metric: Any, *labels: str) -> Any:
         key = (id(metric), labels)
-        child = self._batch_children.get(key)
+        child = self._children.get(key)
         if child is None:
-            child = self._batch_children[key] = metric.labels(*labels)
+            child = self._children[key] = metric.labels(*labels)
         return child
 
     def batch_attempt(self, profile: str, result: str) -> None:
@@ -505,8 +505,8 @@ class SchedulerMetrics:
 
     # ------------------------------------------------------------------------ scheduler loop observer
     def attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(result, profile).inc()
-        self.attempt_duration.labels(result, profile).observe(seconds)
+        self._child(self.schedule_attempts, result, profile).inc()
+        self._child(self.attempt_duration, result, profile).observe(seconds)
 
     def algorithm(self, seconds: float) -> None:
         self.algorithm_duration.observe(seconds)
@@ -516,25 +516,25 @@ class SchedulerMetrics:
     ) -> None:
         self.scheduling_attempts.observe(attempts)
         # kube's getAttemptsLabel: capped, so the label set stays small however often pods are retried
-        self.sli_duration.labels("15+" if attempts >= 15 else str(attempts)).observe(sli_seconds)
+        self._child(self.sli_duration, "15+" if attempts >= 15 else str(attempts)).observe(sli_seconds)
         if after_flush:
             self.scheduled_after_flush.inc()
 
     # queue observer
     def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.pod_group_schedule_attempts.labels(result, profile).inc()
-        self.pod_group_attempt_duration.labels(result, profile).observe(seconds)
+        self._child(self.pod_group_schedule_attempts, result, profile).inc()
+        self._child(self.pod_group_attempt_duration, result, profile).observe(seconds)
 
     def pod_group_algorithm(self, seconds: float) -> None:
         self.pod_group_algorithm_duration.observe(seconds)
 
     def preemption_goroutine(self, result: str, seconds: float) -> None:
-        self.preemption_goroutines_total.labels(result).inc()
-        self.preemption_goroutines_duration.labels(result).observe(seconds)
+        self._child(self.preemption_goroutines_total, result).inc()
+        self._child(self.preemption_goroutines_duration, result).observe(seconds)
 
     # ------------------------------------------------------------------------ queue and informers
     def incoming(self, queue: str, event: str) -> None:
-        self.queue_incoming_pods.labels(queue, event).inc()
+        self._child(self.queue_incoming_pods, queue, event).inc()
 
     def hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         key = (plugin, event, hint)

@@ -34,13 +34,13 @@ connection errors from opening a connection; ``Transport`` maps both to ``ApiCon
 
 from __future__ import annotations
 
+import select
 import threading
 import urllib.parse
 from typing import Any
 
 import httptools
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.util.wait import wait_for_read
 
 # (status, reason, Retry-After, body)
 Reply = tuple[int, str, str | None, bytes]
@@ -101,11 +101,21 @@ class _Reply:
 
 
 class _Conn:
-    __slots__ = ("conn", "sock")
+    __slots__ = ("conn", "poller", "sock")
 
     def __init__(self, conn: HTTPConnection) -> None:
         self.conn = conn
         self.sock = conn.sock
+        # registered once: the check before each reuse is then one poll(2) call
+        self.poller = select.poll()
+        self.poller.register(self.sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+
+    def dropped(self) -> bool:
+        """Readable (or hung up) while idle: the server closed it, or sent what nobody asked for."""
+        try:
+            return bool(self.poller.poll(0))
+        except (OSError, ValueError):
+            return True
 
     def close(self) -> None:
         self.conn.close()
@@ -149,11 +159,7 @@ class Http1Pool:
                 c = self._idle.pop() if self._idle else None
             if c is None:
                 return self._connect(connect_timeout)
-            try:  # readable while idle: the server closed it (or sent what nobody asked for)
-                dropped = wait_for_read(c.sock, timeout=0.0)
-            except (OSError, ValueError):
-                dropped = True
-            if not dropped:
+            if not c.dropped():
                 return c
             c.close()
 
