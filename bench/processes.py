@@ -167,6 +167,9 @@ class Profiler:
                 "--format",
                 "raw",
                 "--nonblocking",
+                # py-spy 0.4.0 panics reading a line table mid-update when it does not stop the process
+                # (Preemption, session 16: no profile at all); the summary drops line numbers anyway
+                "--nolineno",
                 "--gil",
                 "--threads",
                 "--output",
