@@ -23,7 +23,6 @@ medians reported. The API server's CPU is not counted (it is the same work for e
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import os
 import statistics
@@ -36,6 +35,7 @@ from typing import Any
 import orjson
 import urllib3
 
+from bench.measure import _cpu_of
 from pyscheduler.client.api import Api
 from pyscheduler.client.connection import load_configuration
 from pyscheduler.client.transport import make_pool
@@ -43,23 +43,13 @@ from pyscheduler.testing.cluster import LocalCluster
 
 CLIENTS = ("inprocess", "worker", "urllib3")
 NAMESPACE = "client-writes"
-_CLK = os.sysconf("SC_CLK_TCK")
 _seq = itertools.count()
-
-
-def _cpu_of(pid: int | str) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK
 
 
 def _cpu(extra_pids: list[int]) -> float:
     """This process's CPU and that of the given children (not the control plane's, also children)."""
-    total = _cpu_of(os.getpid())
-    for p in extra_pids:
-        with contextlib.suppress(OSError):  # the child is gone: its CPU is lost with it
-            total += _cpu_of(p)
-    return total
+    # a child that is gone reads None: its CPU is lost with it
+    return sum(_cpu_of(p) or 0.0 for p in [os.getpid(), *extra_pids])
 
 
 def _event() -> dict[str, Any]:

@@ -133,10 +133,10 @@ class Http1Pool:
         self._https = u.scheme == "https"
         if not self._https:  # TLS settings mean nothing to a plain connection
             kw = {k: v for k, v in kw.items() if k in ("socket_options", "source_address")}
-        self._host = u.hostname
-        self._port = u.port or (443 if self._https else 80)
-        self._conn_kw = kw
         default = 443 if self._https else 80
+        self._host = u.hostname
+        self._port = u.port or default
+        self._conn_kw = kw
         host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
         self._host_line = f"Host: {host}\r\n" if self._port == default else f"Host: {host}:{self._port}\r\n"
         self._idle: list[_Conn] = []

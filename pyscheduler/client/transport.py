@@ -181,21 +181,23 @@ class Transport:
             multiplier=backoff_initial, max=backoff_max, jitter=backoff_initial
         )
         self._sleep = sleep
-        self._pool: Any = pool if pool is not None else make_pool(configuration, max(32, pool_maxsize))
+        maxsize = max(32, pool_maxsize)
+        self._pool: Any = pool if pool is not None else make_pool(configuration, maxsize)
         # Every call but a watch goes to one server over our own HTTP/1.1 framing (http1.py: a third of
-        # urllib3's client CPU per exchange); only for a direct connection through our own pool.
+        # urllib3's client CPU per exchange); only for a direct connection through our own pool (not
+        # through a proxy: make_pool gives a ProxyManager then; not with an injected pool).
         self._origin = ""
         self._http1: Http1Pool | None = None
+        # Writes (everything but GET) sent from a child process: see http_worker. Only where http1 is.
+        self._worker: HttpWorker | None = None
         if pool is None and type(self._pool) is urllib3.PoolManager:
             parsed = urllib3.util.parse_url(self.server)
             self._origin = f"{parsed.scheme}://{parsed.netloc}"
-            self._http1 = Http1Pool(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
+            kw = pool_kwargs(configuration, maxsize)
+            self._http1 = Http1Pool(self.server, kw)
+            if http_worker:
+                self._worker = HttpWorker(self.server, kw)
         self._timeouts: dict[float, urllib3.Timeout] = {}
-        # Writes (everything but GET) sent from a child process: see http_worker. Only for a direct
-        # connection through our own pool (not through a proxy, not with an injected pool).
-        self._worker: HttpWorker | None = None
-        if http_worker and self._http1 is not None and not _uses_proxy(configuration):
-            self._worker = HttpWorker(self.server, pool_kwargs(configuration, max(32, pool_maxsize)))
         self._user_agent = user_agent
         self._auth: str | None = None
         self._auth_at = -1e18
