@@ -49,6 +49,13 @@ _Item = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], str | None, s
 CALL_TYPES: dict[str, str] = {"patch_pod_status": "pod_status_patch"}
 
 
+def _call_type(fn: Callable[..., Any]) -> str | None:
+    """kube's call type of a write: a function may name its own in ``api_call_type`` (one that wraps a
+    status patch in a guard, say); else by ``CALL_TYPES``."""
+    marked = getattr(fn, "api_call_type", None)
+    return marked if isinstance(marked, str) else CALL_TYPES.get(getattr(fn, "__name__", ""))
+
+
 class AsyncCallObserver(Protocol):
     """Where kube's scheduler_async_api_call_* and scheduler_pending_async_api_calls figures go."""
 
@@ -106,7 +113,7 @@ class AsyncWriter:
                 key=lambda x: x.qsize(),
             )
         obs = self.observer  # reported only when observed from submit on (the pending gauge must balance)
-        call_type = CALL_TYPES.get(getattr(fn, "__name__", "")) if obs is not None else None
+        call_type = _call_type(fn) if obs is not None else None
         with self._cond:
             self._pending += 1
         if obs is not None and call_type is not None:

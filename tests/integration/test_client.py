@@ -437,7 +437,7 @@ def _scheduled(api: Api, ns: str, name: str) -> str:
     return next((c["status"] for c in conds if c["type"] == "PodScheduled"), "")
 
 
-def test_a_late_unschedulable_condition_never_lands_on_a_bound_pod(
+def test_a_late_unschedulable_condition_or_nomination_never_lands_on_a_bound_pod(
     cluster: LocalCluster, api: Api, ns: str
 ) -> None:
     """A failed attempt's PodScheduled=False waits in the writer's queue while the next attempt binds the
@@ -470,6 +470,14 @@ def test_a_late_unschedulable_condition_never_lands_on_a_bound_pod(
         status.pod_scheduled_condition(pod3, "False", "Unschedulable", "0/1 nodes are available: no.")
         assert writer.flush(30) and writer.failed == 0
         assert _scheduled(api, ns, "relabelled") == "False"
+        # 4. a preemptor's nomination, late: the watch shows it bound, so nothing is sent (the API server
+        # refuses nominatedNodeName on a bound pod); an unbound pod gets it
+        requests = api.requests_total
+        status.nominated_node(pod2, node)
+        assert writer.flush(30) and api.requests_total == requests and writer.failed == 0
+        status.nominated_node(pod3, node)
+        assert writer.flush(30) and writer.failed == 0
+        assert api.get("Pod", ns, "relabelled")["status"]["nominatedNodeName"] == node
     # the precondition itself, on the real API server
     with pytest.raises(ApiError) as err:
         api.patch_pod_status(

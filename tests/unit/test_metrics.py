@@ -342,6 +342,30 @@ def test_status_patches_of_the_async_writer_are_kubes_pod_status_patch_calls() -
     )  # kube's ExponentialBuckets(0.001, 2, 15)
 
 
+def test_the_daemons_guarded_status_patches_count_as_pod_status_patch_calls() -> None:
+    """The daemon sends a failed attempt's condition and a preemptor's nomination through guards that
+    skip a pod already bound (pyscheduler.app.ApiStatusWriter); they are still kube's status patches."""
+    from pyscheduler.app import ApiStatusWriter
+    from pyscheduler.client.writer import AsyncWriter
+    from pyscheduler.framework.clock import RealClock
+    from pyscheduler.testing import make_pod
+
+    m = SchedulerMetrics()
+    api = _StatusApi()
+    bound = make_pod("bound").obj()
+    waiting = make_pod("waiting").obj()
+    latest = {bound.uid: (True, "2"), waiting.uid: (False, "2")}
+    with AsyncWriter(api, workers=1, observer=m) as w:  # type: ignore[arg-type]
+        status = ApiStatusWriter(api, w, RealClock(), latest=latest.get)
+        status.nominated_node(bound, "n1")  # skipped inside the call: still a (successful) call
+        status.nominated_node(waiting, "n1")
+        status.pod_scheduled_condition(waiting, "False", "Unschedulable", "0/1 nodes are available.")
+        assert w.flush(10)
+    assert _series(m, "scheduler_async_api_call_execution_total") == {
+        (("call_type", "pod_status_patch"), ("result", "success")): 3.0,
+    }
+
+
 def eventually_value(fn: Callable[[], T], timeout: float = 5.0) -> T:
     """fn() once it stops changing for 50 ms (a worker thread is catching up)."""
     import time
