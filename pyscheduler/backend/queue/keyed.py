@@ -121,6 +121,17 @@ class ParkedKeys:
         self._order[qpi.uid] = next(self._seq)
         self.refile(qpi)
 
+    def repark(self, qpi: QueuedPodInfo) -> None:
+        """The parked pod was parked again, unchanged (PreEnqueue still gates it): it goes last in the
+        parking order; filed again under its rejectors only if they changed (its keys did not)."""
+        if not self.enabled:
+            return
+        uid = qpi.uid
+        self._order[uid] = next(self._seq)
+        rejectors = frozenset(qpi.unschedulable_plugins | qpi.pending_plugins)
+        if self._rejectors_of.get(uid) != rejectors:
+            self.refile(qpi)
+
     def refile(self, qpi: QueuedPodInfo) -> None:
         """The parked pod changed (a new version, PreEnqueue ran again): it keeps its order."""
         if not self.enabled:

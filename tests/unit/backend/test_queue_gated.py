@@ -121,9 +121,18 @@ class WalkingQueue(SchedulingQueue):
             self._move_pods(candidates, event, old, new)
 
 
+class LongWayQueue(SchedulingQueue):
+    """The queue as it was before gated pods were re-gated in place: an event that requeues a gated pod
+    takes it out of every pool and index, and ``_requeue`` runs PreEnqueue, which parks it again."""
+
+    def _runs_pre_enqueue(self, qpi: QueuedPodInfo, strategy: Any) -> bool:
+        return False
+
+
 class QueuesMachine(RuleBasedStateMachine):
     """Random pods gated by one of three PreEnqueue plugins (which can change their minds), events,
-    pops and failures, on the indexed queue and on the walking one: they must agree throughout."""
+    pops and failures, on the indexed queue, on the walking one and on the one that requeues a gated
+    pod the long way: they must agree throughout, in pools, order and incoming-pod counts."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -136,6 +145,7 @@ class QueuesMachine(RuleBasedStateMachine):
             return Status.pending("not yet", plugin=plugin) if plugin else None
 
         self.clock = FakeClock()
+        self.incoming: list[list[tuple[str, str]]] = [[], [], []]
         self.queues = [
             cls(
                 lambda a, b: a.timestamp < b.timestamp,
@@ -143,8 +153,9 @@ class QueuesMachine(RuleBasedStateMachine):
                 pre_enqueue=pre_enqueue,
                 events_map=EVENTS_MAP,
                 unschedulable_max_stay=20.0,
+                on_incoming=lambda queue, label, seen=seen: seen.append((queue, label)),
             )
-            for cls in (SchedulingQueue, WalkingQueue)
+            for cls, seen in zip((SchedulingQueue, WalkingQueue, LongWayQueue), self.incoming, strict=True)
         ]
         self.gates: dict[str, bool] = {}
         self.in_flight: dict[str, list[QueuedPodInfo]] = {}
@@ -183,7 +194,7 @@ class QueuesMachine(RuleBasedStateMachine):
     @rule()
     def pop_and_fail(self) -> None:
         got = [q.pop(timeout=0) for q in self.queues]
-        assert [g.uid if g else None for g in got] == [got[0].uid if got[0] else None] * 2
+        assert [g.uid if g else None for g in got] == [got[0].uid if got[0] else None] * len(got)
         for q, g in zip(self.queues, got, strict=True):
             if g is not None:
                 g.unschedulable_plugins = {"Fit"}
@@ -204,12 +215,13 @@ class QueuesMachine(RuleBasedStateMachine):
     def same_pools_same_order(self) -> None:
         lists = [q.pending_pod_list() for q in self.queues]
         names = [{k: [p.name for p in v] for k, v in pl.items()} for pl in lists]
-        assert names[0] == names[1]
+        assert names[0] == names[1] == names[2]
         gated = [
             {g.uid: g.gating_plugin for g in (q.get(p.uid) for p in pl[GATED]) if g}
             for q, pl in zip(self.queues, lists, strict=True)
         ]
-        assert gated[0] == gated[1]
+        assert gated[0] == gated[1] == gated[2]
+        assert self.incoming[0] == self.incoming[1] == self.incoming[2]
 
 
 QueuesMachine.TestCase.settings = settings(
