@@ -477,3 +477,23 @@ def test_binding_cycles_waiting_for_a_binder_thread_are_pending_pod_binding_call
     finally:
         release.set()
         app.scheduler.shutdown()
+
+
+def test_histograms_expose_what_prometheus_clients_own_would() -> None:
+    """Our Histogram finds the bucket by bisection: every bound, both sides of it, the extremes and
+    NaN land where prometheus_client's walk puts them."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import Histogram as Walking
+
+    from pyscheduler.metrics import Histogram, _exp_buckets
+
+    bounds = _exp_buckets(0.001, 2, 15)
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    a = Histogram("h", "d", ["l"], buckets=bounds, registry=ours)
+    b = Walking("h", "d", ["l"], buckets=bounds, registry=theirs)
+    values = [0.0, -1.0, float("inf"), float("nan"), 1e-9, 1e9]
+    values += [v * f for v in bounds for f in (0.999, 1.0, 1.001)]
+    for v in values:
+        a.labels("x").observe(v)
+        b.labels("x").observe(v)
+    assert generate_latest(ours) == generate_latest(theirs)
