@@ -20,7 +20,7 @@ import itertools
 import operator
 import random
 import time
-from collections.abc import Collection, Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -265,9 +265,9 @@ class NodeSearch:
             self.next_start_node_index = (start + to_find) % n
             return out
         feasible: list[NodeInfo] = []
-        nominated: frozenset[str] = frozenset()
+        nominated: Mapping[str, Sequence[PodInfo]] = {}
         if self.queue is not None and self.queue.has_nominated_pods():
-            nominated = self.queue.nominated_node_names()
+            nominated = self.queue.nominated_pods_by_node()
         processed = 0
         # the feasible nodes' table rows, while every chunk knows its rows (then scoring need not look
         # them up)
@@ -304,7 +304,7 @@ class NodeSearch:
         nodes: Sequence[NodeInfo],
         start: int,
         to_find: int,
-        nominated: frozenset[str] = frozenset(),
+        nominated: Mapping[str, Sequence[PodInfo]] | None = None,
     ) -> Iterator[tuple[Sequence[NodeInfo], list[Status | None], int]]:
         """Filter the nodes from ``start`` on (wrapping), a chunk at a time. Node by node, kube stops at
         the ``to_find``-th feasible node; a chunk of exactly the number still wanted can never pass that
@@ -343,16 +343,24 @@ class NodeSearch:
             yield chunk, results, passing
 
     def _filter_with_nominated(
-        self, fwk: Framework, state: CycleState, pod: Pod, chunk: NodeBatch, nominated: frozenset[str]
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        chunk: NodeBatch,
+        nominated: Mapping[str, Sequence[PodInfo]],
     ) -> list[Status | None]:
-        """Filter ``chunk``, whose nodes in ``nominated`` have pods nominated to them. Only nodes with
-        nominated pods of priority >= the pod's (other than itself) take the nominated-pods pass; on the
+        """Filter ``chunk``, whose nodes in ``nominated`` have pods nominated to them (as the queue
+        showed them when this Filter pass began). Only nodes with nominated pods of priority >= the
+        pod's (other than itself) take the nominated-pods pass (kube's addGENominatedPods); on the
         others that pass is one plain Filter pass, so they join the batch with the rest."""
         results: list[Status | None] = [None] * len(chunk)
         ge: list[tuple[int, list[PodInfo]]] = []
         plain: list[int] = []
+        uid, priority = pod.uid, pod.priority
         for i, ni in enumerate(chunk):
-            pis = fwk.ge_nominated_pods(pod, ni.name) if ni.name in nominated else None
+            there = nominated.get(ni.name)
+            pis = [pi for pi in there if pi.pod.uid != uid and pi.pod.priority >= priority] if there else None
             if pis:
                 ge.append((i, pis))
             else:

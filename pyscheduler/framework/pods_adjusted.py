@@ -18,6 +18,8 @@ The copy is not needed when, in this cycle, nothing but the pods' requests can c
 
 Then ``AdjustedFilter.run`` gives what ``run_filter_plugins`` on the changed clone would give: the same
 plugins called in the same order, the same first rejection (same Status), the same evaluations counted.
+A plugin may also offer ``filter_adjusted_many(state, pod, nodes, added)``: ``filter_adjusted`` on many
+nodes, each with its own pods added, in one call (the nominated pods' pass over a chunk of nodes).
 Otherwise ``plan_adjusted_filter`` answers None and the callers clone as before.
 """
 
@@ -32,6 +34,8 @@ from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
 
 # The cycle state key the plan is kept under (one per cycle: it depends on the skipped plugins only).
 STATE_KEY = "__framework.pods_adjusted"
+
+_RAISED = object()  # a plugin's adjusted Filter raised on that node
 
 AdjustedFn = Callable[[CycleState, Pod, NodeInfo, Sequence[PodInfo], Sequence[PodInfo]], Any]
 ErrorFn = Callable[[str, str, BaseException], Status]
@@ -112,18 +116,37 @@ class AdjustedFilter:
             for i, pis in nominated:
                 results[i] = self._first_pass(state, pod, nodes[i], pis, results[i])
             return results
+        return self._single_reader_pass(state, pod, nodes, nominated, results)
+
+    def _single_reader_pass(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        nominated: Sequence[tuple[int, Sequence[PodInfo]]],
+        results: list[Status | None],
+    ) -> list[Status | None]:
+        """``with_nominated_batch``'s first passes when one plugin alone reads the node's pods: that
+        plugin asked once for every node whose first pass reaches it, ``results`` (the plain pass)
+        changed where the first pass rejects, the evaluations set to the node-by-node ones."""
+        ev = self.evaluations
+        keys = [key for _, key, _ in self.steps]
+        index = self._index
         a = self._single
         p, _, adjusted = self.steps[a]
         assert adjusted is not None
         last = len(keys) - 1
+        # the nodes whose first pass reaches the one plugin that reads pods
+        todo: list[tuple[int, Sequence[PodInfo], Status | None, int]] = []
         for i, pis in nominated:
             plain = results[i]
             k2 = last + 1 if plain is None else index[plain.plugin]
-            if k2 < a:
-                continue  # the first pass rejects there too, the same way; counted alike
-            try:
-                s = adjusted(state, pod, nodes[i], pis, ())
-            except Exception:  # the general way turns it into the Error status
+            if k2 >= a:  # else the first pass rejects there too, the same way; counted alike
+                todo.append((i, pis, plain, k2))
+        answers = self._adjusted_many(p, adjusted, state, pod, nodes, todo)
+        uncounted: dict[int, int] = {}  # k2 -> nodes whose plain pass, counted up to k2, did not run
+        for (i, pis, plain, k2), s in zip(todo, answers, strict=True):
+            if s is _RAISED:  # the general way turns it into the Error status
                 results[i] = self._first_pass(state, pod, nodes[i], pis, plain)
                 continue
             if s is None or s.code == Code.SUCCESS:
@@ -135,9 +158,38 @@ class AdjustedFilter:
                 # else: the first pass stops where the plain one did (a plugin that ignores the pods)
                 continue
             results[i] = filter_outcome(p.name, s)
+            uncounted[k2] = uncounted.get(k2, 0) + 1
+        for k2, count in uncounted.items():
             for j in range(a + 1, min(k2, last) + 1):  # the plain pass did not run after all
-                ev[keys[j]] -= 1
+                ev[keys[j]] -= count
         return results
+
+    @staticmethod
+    def _adjusted_many(
+        plugin: Any,
+        adjusted: AdjustedFn,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        todo: Sequence[tuple[int, Sequence[PodInfo], Status | None, int]],
+    ) -> list[Any]:
+        """The pod-reading plugin's answer on each ``todo`` node with its pods added: its
+        ``filter_adjusted_many`` when it has one (one call for all), else ``filter_adjusted`` node by
+        node; ``_RAISED`` where a call raised."""
+        many = getattr(plugin, "filter_adjusted_many", None)
+        if callable(many) and todo:
+            try:
+                out: list[Any] = many(state, pod, [nodes[t[0]] for t in todo], [t[1] for t in todo])
+                return out
+            except Exception:  # node by node below: each raising node then takes the general way
+                pass
+        answers: list[Any] = []
+        for i, pis, _, _ in todo:
+            try:
+                answers.append(adjusted(state, pod, nodes[i], pis, ()))
+            except Exception:
+                answers.append(_RAISED)
+        return answers
 
     def _first_pass(
         self, state: CycleState, pod: Pod, node_info: NodeInfo, added: Sequence[PodInfo], plain: Status | None

@@ -527,6 +527,12 @@ class SchedulingQueue(QueueInspection):
         with self._lock:
             return list(self._nominator.by_node.get(node_name, ()))
 
+    def nominated_pods_by_node(self) -> dict[str, tuple[PodInfo, ...]]:
+        """Every node some pod is nominated to, with those pods: one read under the lock for a whole
+        Filter pass (only those nodes need the nominated-pods pass)."""
+        with self._lock:
+            return {node: tuple(pods) for node, pods in self._nominator.by_node.items()}
+
     def nominated_node_names(self) -> frozenset[str]:
         """The nodes some pod is nominated to (only those need Filter's nominated-pods pass)."""
         with self._lock:
@@ -574,11 +580,12 @@ class SchedulingQueue(QueueInspection):
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         return self.backoff_expiry(qpi) >= align(self._clock.now())
 
-    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
-        """Run PreEnqueue; a rejection gates the pod and adds the gating plugin to its rejectors."""
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> bool:
+        """Run PreEnqueue; a rejection gates the pod and adds the gating plugin to its rejectors.
+        Returns whether the pod is gated."""
         if self._pre_enqueue is None:
             qpi.gated, qpi.gating_plugin = False, ""
-            return
+            return False
         try:
             status = self._pre_enqueue(qpi.pod)
         except Exception as e:  # a plugin bug keeps the pod gated, it does not break the queue
@@ -586,12 +593,13 @@ class SchedulingQueue(QueueInspection):
             status = Status.as_error(e)
         if is_success(status):
             qpi.gated, qpi.gating_plugin = False, ""
-            return
+            return False
         assert status is not None
         qpi.gated = True
         qpi.gating_plugin = status.plugin
         if status.plugin:
             qpi.unschedulable_plugins.add(status.plugin)
+        return True
 
     def _detach(self, uid: str) -> None:
         """Remove the pod from every waiting pool (not in-flight tracking)."""
@@ -715,8 +723,7 @@ class SchedulingQueue(QueueInspection):
                 continue
             pre_enqueued = False
             if qpi.gated and self._runs_pre_enqueue(qpi, strategy):
-                self._run_pre_enqueue(qpi)
-                if qpi.gated:
+                if self._run_pre_enqueue(qpi):
                     self._regate(qpi, label)
                     continue
                 pre_enqueued = True

@@ -12,7 +12,7 @@ from pyscheduler.backend.cache import Cache
 from pyscheduler.backend.snapshot import Snapshot
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.status import Code
-from pyscheduler.framework.types import NodeInfo
+from pyscheduler.framework.types import NodeInfo, PodInfo
 from pyscheduler.plugins.node_resources_fit import (
     PRE_FILTER_STATE_KEY,
     Fit,
@@ -187,6 +187,26 @@ def check_batch_equals_node_by_node(seed: int) -> None:
         [plugin.score(state, pod, ni)[0] for ni in nodes],
         None,
     )
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_nominated_pass_over_many_nodes_equals_node_by_node(seed: int) -> None:
+    """filter_adjusted_many (the nominated pods' pass over a chunk) gives filter_adjusted's Status on
+    every node, random pods added (extended resources, ephemeral storage, pod counts included)."""
+    rng = random.Random(seed)
+    snap = random_cluster(rng)
+    plugin = Fit(random_fit_args(rng))
+    pod = random_pod(rng, "p", huge=rng.random() < 0.05).obj()
+    infos = list(snap.list())
+    added = [
+        [PodInfo(random_pod(rng, f"nom{i}-{j}").obj()) for j in range(rng.choice([0, 1, 1, 2, 4]))]
+        for i in range(len(infos))
+    ]
+    state = make_cycle_state()
+    if rng.random() < 0.8:
+        plugin.pre_filter(state, pod, infos)
+    want = [plugin.filter_adjusted(state, pod, ni, pis, ()) for ni, pis in zip(infos, added, strict=True)]
+    assert plugin.filter_adjusted_many(state, pod, infos, added) == want
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:

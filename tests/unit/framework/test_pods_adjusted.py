@@ -282,7 +282,14 @@ def test_a_plugin_that_raises_gives_the_same_error_node_by_node_and_in_a_batch(
             raise RuntimeError("disk on fire")
         return real(st, p, ni, added, removed)
 
+    def raising_many(st: CycleState, p: Pod, nis: Any, added: Any) -> list[Status | None]:
+        if any(ni.name == bad for ni in nis):
+            raise RuntimeError("disk on fire")
+        return real_many(st, p, nis, added)  # type: ignore[no-any-return]
+
+    real_many = fit.filter_adjusted_many
     monkeypatch.setattr(fit, "filter_adjusted", raising)
+    monkeypatch.setattr(fit, "filter_adjusted_many", raising_many)  # then node by node: only one raises
     state.delete("__framework.pods_adjusted")  # plan again with the patched method
     before = dict(fwk.evaluations)
     want = [_describe(fwk.run_filter_plugins_with_nominated_pods(state, pod, ni)) for ni in nodes]
