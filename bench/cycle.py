@@ -270,10 +270,15 @@ def course_workloads(nodes: int, pods: int) -> dict[str, wl.Workload]:
 
 
 def cycle_workloads(nodes: int, pods: int) -> dict[str, wl.Workload]:
-    """The benchmark's workloads plus OnePodPerNode and ExtendedResourcePerNode (here only), and the
-    course workloads (``course_workloads``). OnePodPerNode: no init pods, min(pods, nodes / 2)
+    """The benchmark's workloads plus OnePodPerNode, ExtendedResourcePerNode and PreemptionWatched (here
+    only), and the course workloads (``course_workloads``). OnePodPerNode: no init pods, min(pods, nodes / 2)
     identical host-port pods, one per node."""
     out = {**wl.workloads(nodes, pods), **course_workloads(nodes, pods)}
+    # the benchmark's Preemption with victims' deletions fed back (the preemptors then bind): the
+    # dry runs, the nominated pods' pass and the requeues of a live run, with no cluster
+    out["PreemptionWatched"] = dataclasses.replace(
+        out["Preemption"], name="PreemptionWatched", extra={**out["Preemption"].extra, "watch": True}
+    )
     out["OnePodPerNode"] = wl.Workload(
         "OnePodPerNode", "onepernode", 0, wl._plain, min(pods, nodes // 2), _host_port
     )
