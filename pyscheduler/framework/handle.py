@@ -9,7 +9,7 @@ the nominator and the clock; it does no I/O itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyscheduler.framework.clock import Clock
@@ -96,6 +96,15 @@ class FrameworkHandle:
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else []
+
+    def nominated_pods_by_node(self) -> Mapping[str, Sequence[PodInfo]] | None:
+        """Every node with nominated pods, and those pods, in one read: for a pass over many nodes
+        (preemption's dry runs), where a read per node would take the nominator's lock each time.
+        None: this nominator is read node by node only (``nominated_pods_for_node``)."""
+        if self.nominator is None:
+            return {}
+        whole = getattr(self.nominator, "nominated_pods_by_node", None)
+        return whole() if callable(whole) else None
 
     def _fw(self) -> Framework:
         assert self.framework is not None, "handle is not bound to a profile"

@@ -300,12 +300,13 @@ class DefaultPreemption:
             plan = dataclasses.replace(plan, by_resources=False)
         deferred: list[NodeInfo] = []
         n = len(potential)
+        by_node = self._nominated_by_node()
         for i in range(n):
             ni = potential[(offset + i) % n]
             if not has_lower_priority_pods(ni, pod):
                 statuses[ni.name] = NO_VICTIMS
                 continue
-            nominated = self._nominated(ni.name)
+            nominated = by_node.get(ni.name, ()) if by_node is not None else self._nominated(ni.name)
             if request is not None and too_small_without_lower_priority_pods(ni, pod, request, nominated):
                 statuses[ni.name] = None  # keeps the visiting order; filled in below if needed
                 deferred.append(ni)
@@ -408,6 +409,11 @@ class DefaultPreemption:
             return None
         plan.reprieve.count(steps)
         return Candidate(ni.name, tuple(pi.pod for pi in victims), num_violations)
+
+    def _nominated_by_node(self) -> Mapping[str, Sequence[Any]] | None:
+        """The nominator read once for a whole dry run (None: read it node by node)."""
+        whole = getattr(self.handle, "nominated_pods_by_node", None)
+        return whole() if callable(whole) else None
 
     def _nominated(self, node: str) -> Sequence[Any]:
         nominated = getattr(self.handle, "nominated_pods_for_node", None)
