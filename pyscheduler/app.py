@@ -141,9 +141,16 @@ class ApiStatusWriter:
         #: uid -> (bound, resourceVersion) as the daemon's watch last showed the pod; None: gone
         self.latest = latest
 
-    def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None:
+    def pod_scheduled_condition(
+        self, pod: Pod, status: str, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
+        """Write the pod's PodScheduled condition, and with ``nominated_node_name`` its nomination in the
+        same patch (kube's updatePod after a failed attempt: one write, not two; a second write right
+        after the first met the first's new resourceVersion as a conflict every time)."""
         if pod.scheduled_condition == (status, reason, message):
-            return  # unchanged: spare the API server a write
+            if nominated_node_name is not None:
+                self.nominated_node(pod, nominated_node_name)
+            return  # the condition is unchanged: spare the API server its write
         cond = {
             "type": "PodScheduled",
             "status": status,
@@ -152,12 +159,22 @@ class ApiStatusWriter:
             "lastTransitionTime": rfc3339(self.clock.wall()),
         }
         if status == "False" and pod.resource_version and self.latest is not None:
-            self.writer.submit(self._unscheduled_condition, pod, cond, key=pod.key)
+            self.writer.submit(self._unscheduled_condition, pod, cond, nominated_node_name, key=pod.key)
             return
-        self.writer.submit(self.api.patch_pod_status, pod.namespace, pod.name, condition=cond, key=pod.key)
+        self.writer.submit(
+            self.api.patch_pod_status,
+            pod.namespace,
+            pod.name,
+            condition=cond,
+            nominated_node_name=nominated_node_name,
+            key=pod.key,
+        )
 
-    def _unscheduled_condition(self, pod: Pod, cond: Mapping[str, Any]) -> None:
-        """On a writer thread: PATCH the condition unless the pod is bound (see the class docstring)."""
+    def _unscheduled_condition(
+        self, pod: Pod, cond: Mapping[str, Any], nominated_node_name: str | None = None
+    ) -> None:
+        """On a writer thread: PATCH the condition (and the nomination, if given) unless the pod is bound
+        (see the class docstring)."""
         from pyscheduler.client.errors import ApiError
 
         assert self.latest is not None
@@ -169,7 +186,13 @@ class ApiStatusWriter:
                 return
             rv = max(rv, seen[1], key=_rv_order)
             try:
-                self.api.patch_pod_status(pod.namespace, pod.name, condition=cond, resource_version=rv)
+                self.api.patch_pod_status(
+                    pod.namespace,
+                    pod.name,
+                    condition=cond,
+                    nominated_node_name=nominated_node_name,
+                    resource_version=rv,
+                )
                 return
             except ApiError as e:
                 if e.status != 409:

@@ -164,11 +164,11 @@ class FailureHandling:
             self.queue.add_nominated_pod(
                 PodInfo(dataclasses.replace(pod, nominated_node_name=nominated)), nominated, if_queued=True
             )
-            self.status_writer.nominated_node(pod, nominated)
         elif clear_nomination:
             self.clear_nomination(qpi.pod, was_nominated=was_nominated)
         self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", msg)
-        self.status_writer.pod_scheduled_condition(pod, "False", reason, msg)
+        # the nomination goes with the condition, in one write (kube's updatePod)
+        self.status_writer.pod_scheduled_condition(pod, "False", reason, msg, nominated or None)
         # an Error (a plugin raised, an API call failed) is kube's "Error scheduling pod; retrying", at
         # error level; the plugin's traceback is logged once a minute by the framework's observer
         (log.error if is_error else log.info)(

@@ -15,7 +15,9 @@ class Recorder(Protocol):
 
 
 class StatusWriter(Protocol):
-    def pod_scheduled_condition(self, pod: Pod, status: str, reason: str, message: str) -> None: ...
+    def pod_scheduled_condition(
+        self, pod: Pod, status: str, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None: ...
 
     def nominated_node(self, pod: Pod, node_name: str) -> None: ...
 

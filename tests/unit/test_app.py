@@ -383,3 +383,39 @@ def test_events_have_a_rate_limiter_of_their_own() -> None:
         assert events_api.limiter.reserve() == 0, "an event would wait behind the daemon's own requests"
     finally:
         app.recorder.stop(timeout=1.0)
+
+
+def test_a_preemptors_nomination_and_condition_go_out_in_one_patch() -> None:
+    """kube's updatePod writes a failed attempt's PodScheduled=False and the nomination preemption made
+    in one status patch; two writes in a row made the second meet the first's resourceVersion as a 409
+    every time (and waited for the watch before retrying)."""
+    from pyscheduler.app import ApiStatusWriter
+    from pyscheduler.framework.clock import RealClock
+
+    patches: list[dict[str, Any]] = []
+
+    class Api:
+        def patch_pod_status(self, namespace: str, name: str, **kw: Any) -> None:
+            patches.append(kw)
+
+    class InLine:
+        def submit(self, fn: Any, *args: Any, key: str | None = None, **kwargs: Any) -> bool:
+            fn(*args, **kwargs)
+            return True
+
+    pod = make_pod("pre").obj()
+    pod = dataclasses.replace(pod, resource_version="7")
+    latest = {pod.uid: (False, "7")}
+    status = ApiStatusWriter(Api(), InLine(), RealClock(), latest=latest.get)
+    status.pod_scheduled_condition(pod, "False", "Unschedulable", "0/3 nodes are available.", "n2")
+    assert len(patches) == 1
+    (p,) = patches
+    assert p["nominated_node_name"] == "n2" and p["condition"]["status"] == "False"
+    assert p["resource_version"] == "7"
+    # the condition already says so: only the nomination is written
+    patches.clear()
+    same = dataclasses.replace(
+        pod, scheduled_condition=("False", "Unschedulable", "0/3 nodes are available.")
+    )
+    status.pod_scheduled_condition(same, "False", "Unschedulable", "0/3 nodes are available.", "n3")
+    assert patches == [{"nominated_node_name": "n3"}]
