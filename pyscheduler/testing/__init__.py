@@ -149,6 +149,9 @@ class _Nominations:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._by_node.get(node_name, ()))
 
+    def nominated_node_name(self, uid: str) -> str | None:
+        return next((n for n, pis in self._by_node.items() if any(pi.pod.uid == uid for pi in pis)), None)
+
 
 def make_handle(
     snapshot: SnapshotLister | None = None,

@@ -81,6 +81,27 @@ def test_eligibility(
         assert code(status) == Code.SUCCESS and result is not None and result.nominated_node_name
 
 
+def test_a_nomination_held_in_memory_counts_before_the_status_shows_it() -> None:
+    """The status write naming the nominated node can lag behind the next attempt; the scheduler's own
+    nomination then says the pod already preempted there, and terminating victims keep it waiting
+    instead of "preempting" the same node again."""
+    dying = vpod("dying", 1, "1").terminating()
+    pod = vpod("p", 10, "2").obj()
+    env = Env(
+        [node("n1", "2", dying, vpod("x", 1, "1")), node("n2", "2", vpod("b", 1, "2"))],
+        nominated={"n1": [pod]},
+    )
+    result, status = env.post_filter(pod)
+    assert code(status) == Code.UNSCHEDULABLE and status is not None
+    assert status.reasons == ("preemption: " + MSG_NOT_ELIGIBLE_TERMINATING,)
+    assert result is None and env.client.calls == []
+    # nominated nowhere, in memory or in its status: it may preempt
+    result, status = Env(
+        [node("n1", "2", vpod("dying", 1, "1").terminating(), vpod("x", 1, "1"))]
+    ).post_filter(pod)
+    assert code(status) == Code.SUCCESS and result is not None
+
+
 def test_terminating_higher_priority_pod_does_not_block() -> None:
     env = Env([node("n1", "2", vpod("dying", 50, "1").terminating(), vpod("a", 1, "1"))])
     result, status = env.post_filter(vpod("p", 10, "1").nominated("n1").obj())
