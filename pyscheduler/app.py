@@ -199,6 +199,8 @@ class ApiStatusWriter:
                     raise
             time.sleep(0.05)  # let the watch deliver the newer version
         log.info("PodScheduled=False not written: the pod kept changing", pod=pod.key, resource_version=rv)
+        if nominated_node_name is not None:  # the nomination needs no precondition: it goes alone
+            self.api.patch_pod_status(pod.namespace, pod.name, nominated_node_name=nominated_node_name)
 
     _unscheduled_condition.api_call_type = "pod_status_patch"  # type: ignore[attr-defined]  # writer.py
 

@@ -419,3 +419,33 @@ def test_a_preemptors_nomination_and_condition_go_out_in_one_patch() -> None:
     )
     status.pod_scheduled_condition(same, "False", "Unschedulable", "0/3 nodes are available.", "n3")
     assert patches == [{"nominated_node_name": "n3"}]
+
+
+def test_a_nomination_is_written_even_when_its_condition_keeps_conflicting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The condition's write gives up after repeated 409s (the pod kept changing); the nomination,
+    which needs no precondition, still goes out, alone."""
+    from pyscheduler.app import ApiStatusWriter
+    from pyscheduler.client.errors import ApiError
+    from pyscheduler.framework.clock import RealClock
+
+    patches: list[dict[str, Any]] = []
+
+    class Api:
+        def patch_pod_status(self, namespace: str, name: str, **kw: Any) -> None:
+            patches.append(kw)
+            if "resource_version" in kw:
+                raise ApiError(409, "Conflict", "the object has been modified", "PATCH", name)
+
+    class InLine:
+        def submit(self, fn: Any, *args: Any, key: str | None = None, **kwargs: Any) -> bool:
+            fn(*args, **kwargs)
+            return True
+
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    pod = dataclasses.replace(make_pod("pre").obj(), resource_version="7")
+    status = ApiStatusWriter(Api(), InLine(), RealClock(), latest={pod.uid: (False, "7")}.get)
+    status.pod_scheduled_condition(pod, "False", "Unschedulable", "0/3 nodes are available.", "n2")
+    assert len(patches) == 1 + ApiStatusWriter.CONFLICT_RETRIES + 1
+    assert patches[-1] == {"nominated_node_name": "n2"}
