@@ -6,6 +6,7 @@ queue that walks every gated pod on every event (kube's loop): same pods moved, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -121,6 +122,15 @@ class WalkingQueue(SchedulingQueue):
             self._move_pods(candidates, event, old, new)
 
 
+def _recorder(seen: list[tuple[str, str]]) -> Callable[[str, str], None]:
+    """An on_incoming hook that keeps (queue, event label) in ``seen``."""
+
+    def record(queue: str, label: str) -> None:
+        seen.append((queue, label))
+
+    return record
+
+
 class LongWayQueue(SchedulingQueue):
     """The queue as it was before gated pods were re-gated in place: an event that requeues a gated pod
     takes it out of every pool and index, and ``_requeue`` runs PreEnqueue, which parks it again."""
@@ -153,7 +163,7 @@ class QueuesMachine(RuleBasedStateMachine):
                 pre_enqueue=pre_enqueue,
                 events_map=EVENTS_MAP,
                 unschedulable_max_stay=20.0,
-                on_incoming=lambda queue, label, seen=seen: seen.append((queue, label)),
+                on_incoming=_recorder(seen),
             )
             for cls, seen in zip((SchedulingQueue, WalkingQueue, LongWayQueue), self.incoming, strict=True)
         ]
