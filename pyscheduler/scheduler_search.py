@@ -35,6 +35,7 @@ from pyscheduler.framework.fit_error import FitError
 from pyscheduler.framework.interfaces import Diagnosis, NodeScore
 from pyscheduler.framework.node_table import NodeBatch
 from pyscheduler.framework.runtime import Framework
+from pyscheduler.framework.runtime_filter import ge_nominated
 from pyscheduler.framework.scores import Scores
 from pyscheduler.framework.status import Code, Status
 from pyscheduler.framework.types import NodeInfo, Pod, PodInfo
@@ -357,10 +358,9 @@ class NodeSearch:
         results: list[Status | None] = [None] * len(chunk)
         ge: list[tuple[int, list[PodInfo]]] = []
         plain: list[int] = []
-        uid, priority = pod.uid, pod.priority
         for i, ni in enumerate(chunk):
             there = nominated.get(ni.name)
-            pis = [pi for pi in there if pi.pod.uid != uid and pi.pod.priority >= priority] if there else None
+            pis = ge_nominated(pod, there) if there else None
             if pis:
                 ge.append((i, pis))
             else:

@@ -97,6 +97,12 @@ class FrameworkHandle:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else []
 
+    def nominated_node_name(self, uid: str) -> str | None:
+        """The node this scheduler holds the pod nominated to in memory (its status may not show it
+        yet), if its nominator keeps such a record."""
+        of = getattr(self.nominator, "nominated_node_name", None)
+        return of(uid) if callable(of) else None
+
     def nominated_pods_by_node(self) -> Mapping[str, Sequence[PodInfo]] | None:
         """Every node with nominated pods, and those pods, in one read: for a pass over many nodes
         (preemption's dry runs), where a read per node would take the nominator's lock each time.

@@ -13,7 +13,7 @@ Filter (one node, a batch of nodes, and kube's pass with nominated pods) and Pos
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyscheduler.framework.cycle_state import CycleState
 from pyscheduler.framework.helpers.gofmt import go_string_slice
@@ -196,11 +196,7 @@ class FilterPoints(RuntimeBase):
     def ge_nominated_pods(self, pod: Pod, node_name: str) -> list[PodInfo]:
         """The pods other than ``pod`` nominated to ``node_name`` with priority >= ``pod``'s (kube's
         addGENominatedPods): the ones the nominated-pods pass adds."""
-        return [
-            pi
-            for pi in self.handle.nominated_pods_for_node(node_name)
-            if pi.pod.uid != pod.uid and pi.pod.priority >= pod.priority
-        ]
+        return ge_nominated(pod, self.handle.nominated_pods_for_node(node_name))
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
@@ -296,3 +292,10 @@ def _subset(nodes: Sequence[NodeInfo], idx: list[int]) -> Sequence[NodeInfo]:
     if isinstance(nodes, NodeBatch):
         return nodes.subset(idx)
     return [nodes[i] for i in idx]
+
+
+def ge_nominated(pod: Pod, nominated: Iterable[PodInfo]) -> list[PodInfo]:
+    """Of the pods nominated to a node, those other than ``pod`` with priority >= ``pod``'s (kube's
+    addGENominatedPods): the ones the nominated-pods pass adds."""
+    uid, priority = pod.uid, pod.priority
+    return [pi for pi in nominated if pi.pod.uid != uid and pi.pod.priority >= priority]

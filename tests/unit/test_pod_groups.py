@@ -185,7 +185,7 @@ def test_a_gang_that_does_not_fit_even_with_preemption_binds_nothing() -> None:
     engine, r, conditions = _preemption_run(3, members)
     assert [r[f"default/p{i}"].node for i in (1, 2, 3)] == [None, None, None]
     assert r["default/p1"].message == WAIT_MSG and r["default/p2"].message == WAIT_MSG
-    assert not engine.app.queue.nominated_node_names()
+    assert not engine.app.queue.nominated_pods_by_node()
     assert conditions and all(
         c == ("False", "Unschedulable", "pod group is unschedulable") for c in conditions
     )

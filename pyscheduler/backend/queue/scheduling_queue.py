@@ -533,11 +533,6 @@ class SchedulingQueue(QueueInspection):
         with self._lock:
             return {node: tuple(pods) for node, pods in self._nominator.by_node.items()}
 
-    def nominated_node_names(self) -> frozenset[str]:
-        """The nodes some pod is nominated to (only those need Filter's nominated-pods pass)."""
-        with self._lock:
-            return frozenset(self._nominator.by_node)
-
     def has_nominated_pods(self) -> bool:
         """Whether any pod is nominated anywhere: when not, Filter skips the nominated-pods pass."""
         return bool(self._nominator.by_node)

@@ -253,8 +253,7 @@ class DefaultPreemption:
         a second (the Preemption benchmark: attempts up to 12)."""
         if pod.nominated_node_name:
             return pod.nominated_node_name
-        nominator = getattr(self.handle, "nominator", None)
-        in_memory = getattr(nominator, "nominated_node_name", None)
+        in_memory = getattr(self.handle, "nominated_node_name", None)
         return (in_memory(pod.uid) or "") if callable(in_memory) else ""
 
     def pod_eligible_to_preempt_others(
