@@ -245,16 +245,17 @@ class DefaultPreemption:
         return PostFilterResult(best.name), Status.success()
 
     def _nomination(self, pod: Pod) -> str:
-        """The node the pod is nominated to: its status's ``nominatedNodeName``, or, while the status
-        write that sets it is still on its way, the nomination this scheduler holds for it in memory.
-        kube reads the status alone; under load our status writes lagged seconds behind, and a
-        preemptor whose victims were still terminating then looked un-nominated, preempted "again"
-        on the same node (nothing new to evict), was let through at once and failed, a dozen times
-        a second (the Preemption benchmark: attempts up to 12)."""
-        if pod.nominated_node_name:
-            return pod.nominated_node_name
+        """The node the pod is nominated to: the nomination this scheduler holds for it in memory, else
+        its status's ``nominatedNodeName``. kube reads the status alone, which its quick status writes
+        keep current; ours can lag a second behind the decision, and then the status names the node
+        of an *earlier* nomination, or none. A preemptor whose new victims were still terminating then
+        looked eligible to preempt again (the terminating pods are on the new node, the status names
+        the old one), "preempted" the same node again (nothing new to evict), was let through at once
+        and failed, a dozen times a second (the Preemption benchmark: attempts up to 12). The in-memory
+        nomination follows the status whenever a status update names a node (``Nominator.update``)."""
         in_memory = getattr(self.handle, "nominated_node_name", None)
-        return (in_memory(pod.uid) or "") if callable(in_memory) else ""
+        held = in_memory(pod.uid) if callable(in_memory) else None
+        return held or pod.nominated_node_name or ""
 
     def pod_eligible_to_preempt_others(
         self, pod: Pod, nominated_node_status: Status | None, nominated: str | None = None

@@ -19,6 +19,15 @@ first, up to 16 at a time; if one fails the last is spared. While the last one i
 through as soon as that victim is seen deleted or terminating (``extra["assigned_pod"]``, uid -> the
 bound pod the scheduler's cache holds, which the daemon and the in-process engine provide; else
 ``extra["pod_lister"]``). On any failure the preemptor is activated again (``extra["activate"]``).
+
+Unlike kube, the preemptor stays held after the last eviction's API call returns, until that view
+shows the victim deleted or terminating. kube lets it through when the call returns; its informer
+learns of the deletion within milliseconds, so the window is small. Ours runs on a thread that
+shares the GIL with 10-25 ms scheduling cycles and can trail by a hundred milliseconds or more: a
+preemptor requeued by another pod's deletion in that window found its last victim still in the
+cache, not terminating, so it looked eligible, preempted again on another node and left its first
+node to the next preemptor (the Preemption benchmark: chains of such moves, up to 10 preemptions
+for one pod).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ EVENT_ACTION_PREEMPTING = "Preempting"
 IN_MEMORY_SUFFIX = " (in kube-scheduler memory)."
 WAITING_POD_MESSAGE = "preempted"
 PARALLELISM = 16  # kube's default parallelism, which its Parallelizer evicts victims with
+SWEEP_AT = 256  # finished preemptions held before the next one looks for entries to forget
 
 
 def disruption_condition(preemptor: Pod) -> dict[str, str]:
@@ -203,6 +213,10 @@ class Executor:
         uid = preemptor.uid
         with self._lock:
             self._preempting.add(uid)
+            self._last_victim.pop(uid, None)  # one an earlier preemption left behind
+            sweep = len(self._last_victim) > SWEEP_AT
+        if sweep:
+            self._sweep()
 
         def job() -> None:
             failed = False
@@ -231,7 +245,9 @@ class Executor:
             finally:
                 with self._lock:
                     self._preempting.discard(uid)
-                    self._last_victim.pop(uid, None)
+                    if failed or not self._has_view():
+                        self._last_victim.pop(uid, None)
+                    # else the preemptor stays held until the view shows the last victim going (above)
             observe = self._metric("preemption_goroutine")  # scheduler_preemption_goroutines_*
             if observe is not None and clock is not None:
                 with contextlib.suppress(Exception):  # metrics must never break scheduling
@@ -275,13 +291,28 @@ class Executor:
         return failed.is_set()
 
     def is_pod_running_preemption(self, uid: str) -> bool:
-        """True while an async preemption for this pod is under way (kube's IsPodRunningPreemption)."""
+        """True while an async preemption for this pod is under way (kube's IsPodRunningPreemption), and
+        after it until the scheduler's view shows its last victim deleted or terminating."""
         with self._lock:
-            if uid not in self._preempting:
-                return False
+            running = uid in self._preempting
             victim = self._last_victim.get(uid)
         if victim is None:
-            return True  # victims are still being evicted
+            return running  # True: the victims before the last are still being evicted
+        if self._victim_present(victim):
+            return True
+        if not running:
+            with self._lock:
+                if self._last_victim.get(uid) is victim:
+                    del self._last_victim[uid]
+        return False
+
+    def _has_view(self) -> bool:
+        extra = self._extra()
+        return callable(extra.get("assigned_pod")) or callable(extra.get("pod_lister"))
+
+    def _victim_present(self, victim: _PendingVictim) -> bool:
+        """Whether the scheduler's view still shows the victim bound and not terminating (True when it
+        cannot tell)."""
         assigned = self._extra().get("assigned_pod")  # uid -> the bound pod the scheduler knows, or None
         if callable(assigned):
             try:
@@ -304,6 +335,17 @@ class Executor:
         if meta.get("uid") and meta.get("uid") != victim.uid:
             return False
         return not meta.get("deletionTimestamp")
+
+    def _sweep(self) -> None:
+        """Forget the finished preemptions whose last victim is gone: a preemptor deleted while held is
+        never asked again, and would leave its entry behind."""
+        with self._lock:
+            done = [(uid, v) for uid, v in self._last_victim.items() if uid not in self._preempting]
+        gone = [uid for uid, v in done if not self._victim_present(v)]
+        with self._lock:
+            for uid in gone:
+                if uid not in self._preempting:
+                    self._last_victim.pop(uid, None)
 
     def _activate(self, pod: Pod) -> None:
         activate = self._extra().get("activate")

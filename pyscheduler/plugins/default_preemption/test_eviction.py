@@ -102,6 +102,21 @@ def test_a_nomination_held_in_memory_counts_before_the_status_shows_it() -> None
     assert code(status) == Code.SUCCESS and result is not None
 
 
+def test_a_newer_nomination_in_memory_wins_over_the_status_of_an_older_one() -> None:
+    """The pod preempted on n2 after its first nomination (n1) failed; the write naming n2 has not
+    landed, so the status still says n1, where nothing terminates any more. The victims on n2 are still
+    terminating: the pod waits for them instead of looking eligible and "preempting" n2 again."""
+    pod = vpod("p", 10, "2").nominated("n1").obj()
+    env = Env(
+        [node("n1", "2", vpod("x", 20, "2")), node("n2", "2", vpod("dying", 1, "2").terminating())],
+        nominated={"n2": [pod]},
+    )
+    result, status = env.post_filter(pod)
+    assert code(status) == Code.UNSCHEDULABLE and status is not None
+    assert status.reasons == ("preemption: " + MSG_NOT_ELIGIBLE_TERMINATING,)
+    assert result is None and env.client.calls == []
+
+
 def test_terminating_higher_priority_pod_does_not_block() -> None:
     env = Env([node("n1", "2", vpod("dying", 50, "1").terminating(), vpod("a", 1, "1"))])
     result, status = env.post_filter(vpod("p", 10, "1").nominated("n1").obj())
@@ -217,6 +232,7 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
     seen: list[Status | None] = []
     client = FakeClient()
     extra: dict[str, Any] = {}
+    says: list[str] = [lister_says or ""]
     if lister_says is not None:
 
         def lister(ns: str, name: str) -> Any:
@@ -226,7 +242,7 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
                 "deleting": vpod("a", 1, "1").node("n1").terminating().obj(),
                 "gone": None,
                 "replaced": {"metadata": {"name": "a", "uid": "another"}},
-            }[lister_says]
+            }[says[0]]
 
         extra["pod_lister"] = lister
     env = Env([make_node_info(make_node("n1").capacity(cpu="2", pods=110), a, b)], client=client, extra=extra)
@@ -235,6 +251,9 @@ def test_pre_enqueue_while_the_last_victim_is_deleted(lister_says: str | None, h
     env.post_filter(p)
     assert [c[1] for c in client.calls if c[0] == "delete"] == ["default/b", "default/a"]
     assert len(seen) == 1 and (seen[0] is not None) == held
+    if lister_says == "present":  # the call returned, the lister has not seen it yet: still held
+        assert env.plugin.pre_enqueue(p) is not None
+        says[0] = "gone"
     assert env.plugin.pre_enqueue(p) is None
 
 
@@ -274,6 +293,47 @@ def test_pre_enqueue_reads_the_last_victim_from_the_schedulers_cache(cache_says:
     env.post_filter(p)
     assert asked == [a.uid]
     assert len(seen) == 1 and (seen[0] is not None) == held
+
+
+def test_the_preemptor_stays_held_until_the_cache_sees_its_last_victim_go() -> None:
+    """The last eviction's call has returned, but the watch has not delivered the deletion: another
+    pod's deletion requeues the preemptor, which must not run while its victim still looks bound (it
+    would not fit, look eligible to preempt again and move to another node)."""
+    a = vpod("a", 1, "1").node("n1").obj()
+    b = vpod("b", 2, "1").node("n1").obj()
+    cache: dict[str, Pod] = {a.uid: a, b.uid: b}
+    client = FakeClient()
+    env = Env(
+        [make_node_info(make_node("n1").capacity(cpu="2", pods=110), a, b)],
+        client=client,
+        extra={"assigned_pod": cache.get},
+    )
+    p = vpod("p", 10, "2").obj()
+    _, status = env.post_filter(p)
+    assert code(status) == Code.SUCCESS and sorted(client.deleted()) == ["a", "b"]
+    held = env.plugin.pre_enqueue(p)
+    assert held is not None and held.reasons == (MSG_WAITING_FOR_PREEMPTION,)
+    del cache[b.uid]  # the watch delivers the first victim's deletion: not the one that counts
+    assert env.plugin.pre_enqueue(p) is not None
+    cache[a.uid] = vpod("a", 1, "1").node("n1").terminating().obj()
+    assert env.plugin.pre_enqueue(p) is None
+    assert env.plugin.pre_enqueue(p) is None  # and stays open: the entry is forgotten
+    assert env.plugin.executor._last_victim == {}
+
+
+def test_a_failed_preemption_does_not_hold_the_preemptor() -> None:
+    a = vpod("a", 1, "1").node("n1").obj()
+    b = vpod("b", 2, "1").node("n1").obj()
+    client = FakeClient()
+    client.fail_on = {"b"}
+    env = Env(
+        [make_node_info(make_node("n1").capacity(cpu="2", pods=110), a, b)],
+        client=client,
+        extra={"assigned_pod": {a.uid: a, b.uid: b}.get},
+    )
+    p = vpod("p", 10, "2").obj()
+    env.post_filter(p)
+    assert env.plugin.pre_enqueue(p) is None
 
 
 def test_sync_preemption_never_gates() -> None:
