@@ -83,3 +83,77 @@ def test_hint_node_change_accepts_json_and_ignored_resources() -> None:
     assert Fit().is_schedulable_after_node_change(target, None, node(cpu="2").json()) == S
     ignoring = Fit(NodeResourcesFitArgs(ignored_resources=(FOO,)))
     assert ignoring.is_schedulable_after_node_change(target, None, node(cpu="2").json()) == Q
+
+
+# ------------------------------------------------------- a preemptor waiting for its victims to go
+
+
+class _Nominations:
+    """The queue's in-memory nominations, as the handle reads them."""
+
+    def __init__(self, of: dict[str, str]) -> None:
+        self.of = of
+
+    def nominated_pods_for_node(self, node_name: str) -> list:  # type: ignore[type-arg]
+        return []
+
+    def nominated_node_name(self, uid: str) -> str | None:
+        return self.of.get(uid)
+
+
+def _waiting_preemptor_env(*, terminating: bool = True, post_filters: int = 1, live: bool = True):  # type: ignore[no-untyped-def]
+    """n1: the preemptor's nominated node, one victim still terminating (or gone); n2: three 1-CPU pods
+    of 4 CPU; n3: two. The preemptor needs 3 CPU."""
+    from types import SimpleNamespace
+
+    from pyscheduler.backend.cache import Cache
+    from pyscheduler.plugins.default_preemption import DefaultPreemption
+    from pyscheduler.testing import make_handle, make_node
+
+    cache = Cache()
+    for name in ("n1", "n2", "n3"):
+        cache.add_node(make_node(name).capacity(cpu="4", pods=110).obj())
+    victim = make_pod("victim").req(cpu="1").priority(1).node("n1")
+    cache.add_pod((victim.terminating() if terminating else victim).obj())
+    on_n2 = [make_pod(f"a{i}").req(cpu="1").priority(1).node("n2").obj() for i in range(3)]
+    on_n3 = [make_pod(f"b{i}").req(cpu="1").priority(1).node("n3").obj() for i in range(2)]
+    for p in on_n2 + on_n3:
+        cache.add_pod(p)
+    pod = make_pod("preemptor").req(cpu="3").priority(10).obj()
+    handle = make_handle(nominator=_Nominations({pod.uid: "n1"}))
+    if live:
+        handle.extra["live_node"] = cache.read_node
+    handle.framework = SimpleNamespace(  # type: ignore[assignment]
+        post_filter_plugins=[DefaultPreemption(None, handle)] * post_filters
+    )
+    fit = Fit(None, handle)
+
+    def deleted(p):  # type: ignore[no-untyped-def]
+        cache.remove_pod(p)  # the watch updates the cache before the queue asks the hints
+        return fit.is_schedulable_after_pod_event(pod, p, None)
+
+    return deleted, on_n2, on_n3
+
+
+def test_a_preemptor_waiting_for_its_victims_is_not_asked_again_for_a_node_it_still_does_not_fit() -> None:
+    deleted, on_n2, on_n3 = _waiting_preemptor_env()
+    assert deleted(on_n2[0]) == S  # n2 keeps 2 CPU of 4 in use: 3 do not fit
+    assert deleted(on_n3[0]) == Q  # n3 now has 3 free
+
+
+def test_a_deletion_on_the_nominated_node_asks_again() -> None:
+    deleted, _, _ = _waiting_preemptor_env()
+    assert deleted(make_pod("other").req(cpu="1").priority(1).node("n1").obj()) == Q
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        pytest.param({"terminating": False}, id="no terminating victim: it may preempt again"),
+        pytest.param({"post_filters": 2}, id="another PostFilter plugin might help"),
+        pytest.param({"live": False}, id="no view of the cluster as it is now"),
+    ],
+)
+def test_a_preemptor_that_may_be_helped_otherwise_is_asked_again(setup: dict[str, object]) -> None:
+    deleted, on_n2, _ = _waiting_preemptor_env(**setup)  # type: ignore[arg-type]
+    assert deleted(on_n2[0]) == Q
