@@ -526,8 +526,10 @@ class Fit:
         return ev.QueueingHint.SKIP
 
     def _waits_for_victims_and_short_on(self, pod: Pod, node: str) -> bool:
-        """Whether ``pod`` cannot preempt until its victims on another node are gone (the profile's only
-        PostFilter plugin, DefaultPreemption, says which node: ``waiting_for_victims_on``) and still
+        """Whether ``pod`` cannot preempt until its victims on another node are gone (the profile's
+        DefaultPreemption says which node: ``waiting_for_victims_on``; every other PostFilter plugin
+        must say it cannot help the pod: ``post_filter_cannot_help``, e.g. DynamicResources for a pod
+        without claims) and still
         does not fit ``node`` as the cache holds it now (nominated pods left out, which only makes
         room look larger). Then a pod deleted on ``node`` cannot help it: its next attempt would fail
         Filter on every node and not preempt. kube asks such a preemptor again on every scheduled
@@ -537,11 +539,16 @@ class Fit:
         read = extra.get("live_node") if isinstance(extra, Mapping) else None
         if not callable(read):
             return False
-        post = getattr(getattr(self.handle, "framework", None), "post_filter_plugins", None)
-        if not post or len(post) != 1:
-            return False
-        waiting_on = getattr(post[0], "waiting_for_victims_on", None)
-        if not callable(waiting_on):
+        waiting_on = None
+        for p in getattr(getattr(self.handle, "framework", None), "post_filter_plugins", None) or ():
+            asks = getattr(p, "waiting_for_victims_on", None)
+            if callable(asks) and waiting_on is None:
+                waiting_on = asks
+                continue
+            cannot_help = getattr(p, "post_filter_cannot_help", None)
+            if not callable(cannot_help) or not cannot_help(pod):
+                return False  # another PostFilter plugin might make room
+        if waiting_on is None:
             return False
         nominated = waiting_on(pod)
         if not nominated or nominated == node:

@@ -101,7 +101,15 @@ class _Nominations:
         return self.of.get(uid)
 
 
-def _waiting_preemptor_env(*, terminating: bool = True, post_filters: int = 1, live: bool = True):  # type: ignore[no-untyped-def]
+class _PostFilter:
+    """Another PostFilter plugin; ``helps``: None when it does not say."""
+
+    def __init__(self, helps: bool | None) -> None:
+        if helps is not None:
+            self.post_filter_cannot_help = lambda pod: not helps
+
+
+def _waiting_preemptor_env(*, terminating: bool = True, others: tuple = (), live: bool = True):  # type: ignore[no-untyped-def,type-arg]
     """n1: the preemptor's nominated node, one victim still terminating (or gone); n2: three 1-CPU pods
     of 4 CPU; n3: two. The preemptor needs 3 CPU."""
     from types import SimpleNamespace
@@ -124,7 +132,7 @@ def _waiting_preemptor_env(*, terminating: bool = True, post_filters: int = 1, l
     if live:
         handle.extra["live_node"] = cache.read_node
     handle.framework = SimpleNamespace(  # type: ignore[assignment]
-        post_filter_plugins=[DefaultPreemption(None, handle)] * post_filters
+        post_filter_plugins=[DefaultPreemption(None, handle), *others]
     )
     fit = Fit(None, handle)
 
@@ -135,8 +143,17 @@ def _waiting_preemptor_env(*, terminating: bool = True, post_filters: int = 1, l
     return deleted, on_n2, on_n3
 
 
-def test_a_preemptor_waiting_for_its_victims_is_not_asked_again_for_a_node_it_still_does_not_fit() -> None:
-    deleted, on_n2, on_n3 = _waiting_preemptor_env()
+@pytest.mark.parametrize(
+    "others",
+    [
+        pytest.param((), id="DefaultPreemption alone"),
+        pytest.param((_PostFilter(helps=False),), id="with a PostFilter plugin that cannot help"),
+    ],
+)
+def test_a_preemptor_waiting_for_its_victims_is_not_asked_again_for_a_node_it_still_does_not_fit(
+    others: tuple,  # type: ignore[type-arg]
+) -> None:
+    deleted, on_n2, on_n3 = _waiting_preemptor_env(others=others)
     assert deleted(on_n2[0]) == S  # n2 keeps 2 CPU of 4 in use: 3 do not fit
     assert deleted(on_n3[0]) == Q  # n3 now has 3 free
 
@@ -150,7 +167,8 @@ def test_a_deletion_on_the_nominated_node_asks_again() -> None:
     "setup",
     [
         pytest.param({"terminating": False}, id="no terminating victim: it may preempt again"),
-        pytest.param({"post_filters": 2}, id="another PostFilter plugin might help"),
+        pytest.param({"others": (_PostFilter(helps=True),)}, id="another PostFilter plugin might help"),
+        pytest.param({"others": (_PostFilter(helps=None),)}, id="another PostFilter plugin does not say"),
         pytest.param({"live": False}, id="no view of the cluster as it is now"),
     ],
 )
