@@ -646,13 +646,7 @@ def build_app(
     def activate(pods: Iterable[Pod]) -> None:
         queue.activate([p.uid for p in pods])
 
-    # NodeResourcesFit's hint reads a node as it is now (cache.read_node) to leave a preemptor that
-    # waits for its victims where it is when a pod is deleted on a node it still does not fit.
-    preemption_hooks: dict[str, Any] = {
-        "assigned_pod": cache.get_pod,
-        "activate": activate,
-        "live_node": cache.read_node,
-    }
+    preemption_hooks: dict[str, Any] = {"assigned_pod": cache.get_pod, "activate": activate}
     handle.nominator = queue
     handle.extra.update(preemption_hooks)
     queue_ref.append(queue)

@@ -68,16 +68,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from pyscheduler.backend.snapshot import NodeTree, Snapshot
 from pyscheduler.framework.node_info import ImageStateSummary, next_generation
 from pyscheduler.framework.podgroup import PodGroupState, state_not_found
 from pyscheduler.framework.types import Node, NodeInfo, Pod
-
-T = TypeVar("T")
 
 __all__ = ["Cache", "CacheDump", "CacheError"]
 
@@ -324,16 +320,6 @@ class Cache:
         with self._lock:
             st = self._pods.get(uid)
             return st.pod if st is not None else None
-
-    def read_node(self, name: str, read: Callable[[NodeInfo], T]) -> T | None:
-        """``read`` on the node's current NodeInfo, under the cache's lock (None if the cache has no
-        such node): for a queueing hint on the watch thread, which must see the cluster as it is now,
-        not as the last cycle's snapshot saw it. ``read`` must be quick and must not keep the NodeInfo."""
-        with self._lock:
-            info = self._nodes.get(name)
-            if info is None or info.node is None:
-                return None
-            return read(info)
 
     # -- internals (lock held) ---------------------------------------------------------
 

@@ -449,26 +449,3 @@ def test_a_nomination_is_written_even_when_its_condition_keeps_conflicting(
     status.pod_scheduled_condition(pod, "False", "Unschedulable", "0/3 nodes are available.", "n2")
     assert len(patches) == 1 + ApiStatusWriter.CONFLICT_RETRIES + 1
     assert patches[-1] == {"nominated_node_name": "n2"}
-
-
-def test_the_default_profile_leaves_a_preemptor_waiting_for_its_victims_alone(app: App) -> None:
-    """Wired together as the daemon runs them: the cache's live view, the queue's in-memory nomination,
-    and the default profile's PostFilter plugins (DynamicResources cannot help a pod without claims;
-    DefaultPreemption names the node whose terminating victims the preemptor waits for)."""
-    from pyscheduler.framework.events import QueueingHint
-    from pyscheduler.framework.types import PodInfo
-
-    nodes, pods = NodeHandler(app), PodHandler(app)
-    for name in ("n1", "n2"):
-        nodes.on_add(make_node(name).capacity(cpu="4", pods=110).obj())
-    pods.on_add(make_pod("victim").req(cpu="1").priority(1).node("n1").terminating().obj())
-    on_n2 = [make_pod(f"a{i}").req(cpu="1").priority(1).node("n2").obj() for i in range(3)]
-    for p in on_n2:
-        pods.on_add(p)
-    preemptor = make_pod("p").req(cpu="3").priority(10).scheduler("py-scheduler").obj()
-    app.queue.add_nominated_pod(PodInfo(preemptor), "n1")
-    fit = app.scheduler.profiles["py-scheduler"].plugins["NodeResourcesFit"]
-    pods.on_delete(on_n2[0])
-    assert fit.is_schedulable_after_pod_event(preemptor, on_n2[0], None) == QueueingHint.SKIP
-    pods.on_delete(on_n2[1])  # now 3 CPU are free on n2
-    assert fit.is_schedulable_after_pod_event(preemptor, on_n2[1], None) == QueueingHint.QUEUE

@@ -538,9 +538,8 @@ class SchedulingQueue(QueueInspection):
         return bool(self._nominator.by_node)
 
     def nominated_node_name(self, uid: str) -> str | None:
-        """Read without the lock (one dict read is atomic): queueing hints, which run with the lock
-        held, ask it too."""
-        return self._nominator.node_of.get(uid)
+        with self._lock:
+            return self._nominator.node_of.get(uid)
 
     # ============================================================================ backoff
 

@@ -277,29 +277,6 @@ class DefaultPreemption:
                         return False, MSG_NOT_ELIGIBLE_TERMINATING
         return True, ""
 
-    def waiting_for_victims_on(self, pod: Pod) -> str:
-        """The node whose terminating lower-priority pods make ``pod`` not eligible to preempt (its
-        nomination, as ``pod_eligible_to_preempt_others`` finds it), read from the cluster as it is now
-        through ``extra["live_node"]`` (the daemon's cache); "" when the pod may preempt or that cannot
-        be told. Until those pods are gone the pod can only be placed where it fits as things are:
-        NodeResourcesFit's queueing hint asks this to leave it waiting when a pod is deleted on another
-        node where it still does not fit. (Unlike the attempt itself, this does not see whether the
-        nominated node has become unresolvable for the pod meanwhile, e.g. tainted: such a pod waits
-        for its victims to go instead of preempting elsewhere at once.)"""
-        extra = getattr(self.handle, "extra", None)
-        read = extra.get("live_node") if isinstance(extra, Mapping) else None
-        if not callable(read) or pod.preemption_policy == "Never":
-            return ""
-        nom = self._nomination(pod)
-        if not nom:
-            return ""
-        prio = pod.priority
-
-        def blocked(ni: NodeInfo) -> bool:
-            return any(pi.pod.priority < prio and _terminating_by_preemption(pi.pod) for pi in ni.pods)
-
-        return nom if read(nom, blocked) else ""
-
     def find_candidates(
         self, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo], m: Mapping[str, Status]
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:

@@ -249,12 +249,6 @@ class Filtering(PluginBase):
         return None, node_ext[0]
 
     # ---------------------------------------------------------------------------------- PostFilter
-    def post_filter_cannot_help(self, pod: Pod) -> bool:
-        """Whether PostFilter has nothing to do for this pod whatever the cluster holds: no claims, and
-        no extended resource a DeviceClass might back (NodeResourcesFit's queueing hint asks every
-        PostFilter plugin but DefaultPreemption this)."""
-        return not pod.resource_claims and not pod.requests.scalar
-
     def post_filter(
         self, state: CycleState, pod: Pod, filtered_node_status: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:

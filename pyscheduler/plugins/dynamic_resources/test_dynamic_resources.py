@@ -517,16 +517,6 @@ def test_post_filter_without_claims_and_without_state() -> None:
     assert reason(w.plugin.post_filter(CycleState(), pod, {})[1]) == (Code.ERROR, "not found")
 
 
-def test_post_filter_says_when_it_cannot_help() -> None:
-    """NodeResourcesFit's queueing hint leaves a preemptor waiting only if no PostFilter plugin but
-    DefaultPreemption could make room for it."""
-    plugin = World(CLASS_OBJ).plugin
-    assert plugin.post_filter_cannot_help(make_pod("plain").req(cpu="1").obj())
-    assert not plugin.post_filter_cannot_help(make_pod("claims").resource_claim("gpu", template="t").obj())
-    # an extended resource a DeviceClass may back: PostFilter may delete the special claim
-    assert not plugin.post_filter_cannot_help(make_pod("ext").res({"example.com/gpu": 1}).obj())
-
-
 # ------------------------------------------------------------------------------------------ Score
 
 
