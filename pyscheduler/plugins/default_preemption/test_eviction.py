@@ -321,6 +321,29 @@ def test_the_preemptor_stays_held_until_the_cache_sees_its_last_victim_go() -> N
     assert env.plugin.executor._last_victim == {}
 
 
+def test_holds_of_preemptors_never_asked_again_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A preemptor deleted while held is never asked again; once more holds pile up than SWEEP_AT, the
+    next preemption forgets those whose last victim is gone, and keeps those still waiting."""
+    from pyscheduler.plugins.default_preemption import executor
+
+    monkeypatch.setattr(executor, "SWEEP_AT", 2)
+    pods = {f"v{i}": vpod(f"v{i}", 1, "2").node(f"n{i}").obj() for i in range(4)}
+    cache: dict[str, Pod] = {p.uid: p for p in pods.values()}
+    env = Env(
+        [make_node_info(make_node(f"n{i}").capacity(cpu="2", pods=110), pods[f"v{i}"]) for i in range(4)],
+        extra={"assigned_pod": cache.get},
+    )
+    for i in range(3):  # each preempts a node's one victim, then waits for the cache to see it go
+        env.post_filter(vpod(f"p{i}", 10, "2").obj())
+    holds = dict(env.plugin.executor._last_victim)  # preemptor uid -> its last victim
+    assert sorted(holds) == [f"uid-default-p{i}" for i in range(3)]
+    kept = holds["uid-default-p2"].uid
+    for uid in {v.uid for v in holds.values()} - {kept}:
+        del cache[uid]  # the watch delivers these deletions; nobody asks p0 or p1 again
+    env.post_filter(vpod("p3", 10, "2").obj())
+    assert sorted(env.plugin.executor._last_victim) == ["uid-default-p2", "uid-default-p3"]
+
+
 def test_a_failed_preemption_does_not_hold_the_preemptor() -> None:
     a = vpod("a", 1, "1").node("n1").obj()
     b = vpod("b", 2, "1").node("n1").obj()
