@@ -55,7 +55,7 @@ EVENT_ACTION_PREEMPTING = "Preempting"
 IN_MEMORY_SUFFIX = " (in kube-scheduler memory)."
 WAITING_POD_MESSAGE = "preempted"
 PARALLELISM = 16  # kube's default parallelism, which its Parallelizer evicts victims with
-SWEEP_AT = 256  # finished preemptions held before the next one looks for entries to forget
+SWEEP_AT = 256  # held preemptions before the next one looks for entries to forget (at least)
 
 
 def disruption_condition(preemptor: Pod) -> dict[str, str]:
@@ -99,6 +99,7 @@ class Executor:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()
         self._last_victim: dict[str, _PendingVictim] = {}
+        self._kept_at_sweep = 0  # entries the last sweep left: the next waits until there are twice as many
 
     # ------------------------------------------------------------------------------ handle helpers
     def _extra(self) -> Mapping[str, Any]:
@@ -214,7 +215,7 @@ class Executor:
         with self._lock:
             self._preempting.add(uid)
             self._last_victim.pop(uid, None)  # one an earlier preemption left behind
-            sweep = len(self._last_victim) > SWEEP_AT
+            sweep = len(self._last_victim) > max(SWEEP_AT, 2 * self._kept_at_sweep)
         if sweep:
             self._sweep()
 
@@ -338,7 +339,9 @@ class Executor:
 
     def _sweep(self) -> None:
         """Forget the finished preemptions whose last victim is gone: a preemptor deleted while held is
-        never asked again, and would leave its entry behind."""
+        never asked again, and would leave its entry behind. It runs on the scheduling thread (PostFilter)
+        and reads every entry, so the next one waits until the entries have doubled: with thousands of
+        preemptors legitimately held, a sweep per preemption would cost a cache read per held pod."""
         with self._lock:
             done = [(uid, v) for uid, v in self._last_victim.items() if uid not in self._preempting]
         gone = [uid for uid, v in done if not self._victim_present(v)]
@@ -346,6 +349,7 @@ class Executor:
             for uid in gone:
                 if uid not in self._preempting:
                     self._last_victim.pop(uid, None)
+            self._kept_at_sweep = len(self._last_victim)
 
     def _activate(self, pod: Pod) -> None:
         activate = self._extra().get("activate")
