@@ -668,3 +668,89 @@ def test_pod_group_states_follow_members_through_assume_forget_bind_and_delete()
     off.add_pod_group_member(a)
     with pytest.raises(PodGroupStateNotFound):
         off.pod_group_states.get("default", "pg")
+
+
+def exact(ni: NodeInfo | None) -> tuple[Any, ...]:
+    """Everything a plugin reads from a NodeInfo, in order."""
+    assert ni is not None
+    return (
+        [p.pod.uid for p in ni.pods],
+        [p.pod.uid for p in ni.pods_with_affinity],
+        [p.pod.uid for p in ni.pods_with_required_anti_affinity],
+        (ni.requested.get(CPU), ni.requested.get(MEMORY), ni.requested.allowed_pod_number),
+        (ni.non_zero_requested.milli_cpu, ni.non_zero_requested.memory),
+        len(ni.used_ports),
+        dict(ni.pvc_ref_counts),
+        ni.generation,
+    )
+
+
+def busy_node_step(cache: Cache, rng: Any, placed: dict[str, Pod], step: int) -> None:
+    """One random change: mostly pods landing on "busy", some removed, forgotten or confirmed."""
+    roll = rng.random()
+    if placed and roll < 0.35:
+        p = placed.pop(rng.choice(sorted(placed)))
+        if cache.is_assumed(p.uid) and rng.random() < 0.5:
+            cache.forget_pod(p)
+        else:
+            cache.remove_pod(p)
+    elif placed and roll < 0.45:  # a bind confirmation: the assumed version replaced
+        p = placed[rng.choice(sorted(placed))]
+        cache.add_pod(p)
+    else:
+        target = "busy" if rng.random() < 0.9 else "small"
+        b = make_pod(f"p{step}").uid(f"u{step}").node(target).req(cpu="10m", memory="1Mi")
+        kind = rng.randrange(5)
+        if kind == 1:
+            b.pod_affinity("kubernetes.io/hostname", {"app": "x"}, weight=5)
+        elif kind == 2:
+            b.pod_affinity("kubernetes.io/hostname", {"app": "x"}, anti=True)
+        elif kind == 3:
+            b.host_port(10000 + step).pvc(f"claim-{step % 7}")
+        p = b.obj()
+        cache.assume_pod(p) if rng.random() < 0.5 else cache.add_pod(p)
+        placed[p.uid] = p
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_snapshots_of_busy_nodes_catch_up_to_exactly_the_cache(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot copies of nodes with many pods replay the pod changes they missed instead of copying
+    every pod; refreshed after one change or after hundreds (past the journal's restart), by two
+    snapshots at different paces, or after someone changed a snapshot's copy in place, each copy must
+    equal the cache's NodeInfo exactly: pod order, (anti-)affinity lists, totals, ports, claims."""
+    import random
+
+    rng = random.Random(seed)
+    replays: list[bool] = []
+    catch_up = NodeInfo.catch_up
+
+    def counted(self: NodeInfo, src: NodeInfo) -> bool:
+        replays.append(catch_up(self, src))
+        return replays[-1]
+
+    monkeypatch.setattr(NodeInfo, "catch_up", counted)
+    cache = Cache()
+    names = ["busy", "small"]
+    for n in names:
+        cache.add_node(make_node(n).capacity(cpu="1000", memory="1000Gi", pods=5000).obj())
+    fast, slow = Snapshot(), Snapshot()
+    placed: dict[str, Pod] = {}
+    for step in range(900):
+        busy_node_step(cache, rng, placed, step)
+        cache.update_snapshot(fast)
+        if rng.random() < 0.02:  # a plugin breaking the contract: the next refresh must still be right
+            ni = fast.get("busy")
+            if ni is not None and ni.pods:
+                ni.remove_pod(ni.pods[0].pod)
+        if step % 97 == 0 or rng.random() < 0.05:
+            cache.update_snapshot(slow)
+            for n in names:
+                assert exact(slow.get(n)) == exact(cache.node_info(n)), (step, n)
+    cache.update_snapshot(fast)
+    cache.update_snapshot(slow)
+    for snap in (fast, slow):
+        for n in names:
+            assert exact(snap.get(n)) == exact(cache.node_info(n))
+    assert replays.count(True) > 500 and replays.count(False) > 5  # both ways were taken

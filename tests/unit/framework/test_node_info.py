@@ -103,3 +103,21 @@ def test_many_pods_removed_in_any_order(order: list[int]) -> None:
         if k % 7 == 0:
             assert [pi.pod.uid for pi in ni.pods] == [p.uid for p in model]
     assert not ni.pods and ni.requested.milli_cpu == 0 and ni.requested.allowed_pod_number == 0
+
+
+def test_pods_found_at_every_depth_of_a_node_with_ten_thousand_pods() -> None:
+    """A bind confirmation can trail hundreds of binds on a busy node (30,000 pods on one node in
+    upstream's SchedulingDaemonset): remove_pod finds the pod at any distance from the end, on both
+    sides of each search window, and leaves the others in order."""
+    model = [make_pod(f"m{i}").uid(f"m{i}").req(cpu="1m").obj() for i in range(10_000)]
+    ni = rebuilt(model)
+    for back in (0, 31, 32, 33, 510, 511, 512, 513, 8190, 8191, 8192, 8193, 9_000):
+        victim = model[len(model) - 1 - back]
+        assert ni.remove_pod(victim), back
+        model.remove(victim)
+    victim = model[0]
+    assert ni.remove_pod(victim)
+    model.remove(victim)
+    assert [pi.pod.uid for pi in ni.pods] == [p.uid for p in model]
+    assert ni.requested.allowed_pod_number == len(model) == 10_000 - 14
+    assert not ni.remove_pod(victim)
