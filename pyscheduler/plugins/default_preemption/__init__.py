@@ -177,6 +177,8 @@ class DefaultPreemption:
         # dry runs by kind, for benchmarks: "full" (every step through the framework), "reprieve"
         # (pod-independent plugins left out of the reprieve steps), "resources" (dry_run.DryRunPlan)
         self.dry_runs: Counter[str] = Counter()
+        # node name -> (generation, lowest pod priority there), for has_lower_priority_pods
+        self._lowest: dict[str, tuple[int, int]] = {}
 
     # ---------------------------------------------------------------------------------- PostFilter
     def post_filter(
@@ -319,7 +321,7 @@ class DefaultPreemption:
         by_node = self._nominated_by_node()
         for i in range(n):
             ni = potential[(offset + i) % n]
-            if not has_lower_priority_pods(ni, pod):
+            if not has_lower_priority_pods(ni, pod, self._lowest):
                 statuses[ni.name] = NO_VICTIMS
                 continue
             nominated = by_node.get(ni.name, ()) if by_node is not None else self._nominated(ni.name)

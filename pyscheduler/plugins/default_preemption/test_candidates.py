@@ -327,3 +327,25 @@ def test_nominated_pods_count_in_the_precheck_as_in_the_dry_run() -> None:
     assert (
         status is not None and status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
     )
+
+
+def test_lowest_priority_kept_across_cycles_follows_the_node_changing() -> None:
+    """has_lower_priority_pods' memo (per node, by generation) answers as a walk of the pods would,
+    before and after the node gains or loses a lower-priority pod."""
+    from pyscheduler.plugins.default_preemption.victims import has_lower_priority_pods
+
+    ni = node("n", "64", *(vpod(f"p{i}", 5, "100m") for i in range(50)))
+    lowest: dict[str, tuple[int, int]] = {}
+    p5, p6 = vpod("a", 5, "1").obj(), vpod("b", 6, "1").obj()
+    assert not has_lower_priority_pods(ni, p5, lowest)
+    assert has_lower_priority_pods(ni, p6, lowest)
+    low = vpod("low", 1, "100m").obj()
+    ni.add_pod(low)
+    assert has_lower_priority_pods(ni, p5, lowest)  # the node changed: not the remembered answer
+    ni.remove_pod(low)
+    assert not has_lower_priority_pods(ni, p5, lowest)
+    empty = node("e", "64")
+    assert not has_lower_priority_pods(empty, p6, lowest)
+    for n in (ni, empty):
+        for p in (p5, p6):
+            assert has_lower_priority_pods(n, p, lowest) == has_lower_priority_pods(n, p)

@@ -148,11 +148,30 @@ def filter_pods_with_pdb_violation(
 # ------------------------------------------------------------------------------------------ one node
 
 
-def has_lower_priority_pods(node_info: NodeInfo, pod: Pod) -> bool:
+def has_lower_priority_pods(
+    node_info: NodeInfo, pod: Pod, lowest: dict[str, tuple[int, int]] | None = None
+) -> bool:
     """Whether ``node_info`` has a pod ``pod`` could evict; without one, select_victims_on_node answers
-    NO_VICTIMS, which callers can say without cloning the node and the cycle state."""
-    priority = pod.priority
-    return any(pi.pod.priority < priority for pi in node_info.pods)
+    NO_VICTIMS, which callers can say without cloning the node and the cycle state.
+
+    ``lowest`` (name -> (generation, lowest priority on the node)), kept by the caller across cycles,
+    spares the walk of the node's pods until the node changes: a node with thousands of pods of one
+    priority (upstream's EventHandling* workloads) was walked in full for every unschedulable pod."""
+    if lowest is None:
+        priority = pod.priority
+        return any(pi.pod.priority < priority for pi in node_info.pods)
+    gen = node_info.generation
+    seen = lowest.get(node_info.name)
+    if seen is None or seen[0] != gen:
+        if len(lowest) >= _LOWEST_MAX:
+            lowest.clear()  # names of nodes long gone: start over
+        low = min((pi.pod.priority for pi in node_info.pods), default=None)
+        seen = lowest[node_info.name] = (gen, low if low is not None else _NO_PODS)
+    return seen[1] < pod.priority
+
+
+_LOWEST_MAX = 1 << 16
+_NO_PODS = 1 << 62  # above any pod priority (int32)
 
 
 def too_small_without_lower_priority_pods(
