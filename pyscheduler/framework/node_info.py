@@ -2,9 +2,11 @@
 
 ``NodeInfo`` is the cache's unit: a node, the pods assigned or assumed to it, and running totals
 (requested and non-zero requested resources, host ports in use, PVC references, the pods with
-(anti-)affinity terms, image states). It is mutable and cloned into each cycle's snapshot; every change
+(anti-)affinity terms, image states). It is mutable and copied into each cycle's snapshot; every change
 stamps ``generation`` with ``next_generation()`` so the snapshot copies only what changed, and each
-``row`` points into the snapshot's NodeTable. ``PodInfo`` is built once per pod version and shared by
+``row`` points into the snapshot's NodeTable. The cache's NodeInfos also keep a journal of their pod
+changes, so that a snapshot's copy of a busy node catches up by replaying a few of them (``catch_up``)
+rather than copying thousands of pods. ``PodInfo`` is built once per pod version and shared by
 the queue, the cache and the snapshot. Nothing here does I/O or reads a clock.
 """
 
