@@ -54,7 +54,7 @@ class PodInfo:
 
 _NEAR_END = 32
 _WINDOWS = (512, 8192)  # then the whole list
-_JOURNAL_MIN = 64  # a journal longer than this and than the node's pod list starts over
+_REPLAY_MIN_PODS = 256  # nodes with fewer pods keep no journal entries: their copy is cheap
 _REPLAY_FRACTION = 8  # replay a copy's missed changes only when there are <= 1/8 as many as pods
 
 
@@ -146,6 +146,7 @@ class NodeInfo:
     __slots__ = (
         "_by_uid",
         "_journal",
+        "_journal_base",
         "_seen",
         "allocatable",
         "generation",
@@ -180,12 +181,15 @@ class NodeInfo:
         # the NodeInfos the cache owns (built here); clones (snapshot rows, preemption's dry runs) do not
         # copy it (None), and a NodeInfo given the same uid twice drops it: then remove_pod scans.
         self._by_uid: dict[str, PodInfo] | None = {}
-        # The pod changes in order, (added, PodInfo), kept by the cache's NodeInfos (journal=True) so that
-        # a snapshot's copy can catch up by replaying the few it missed (``catch_up``) instead of copying
-        # thousands of pods each cycle. ``_seen`` is a copy's place in its source's journal: (that list,
-        # entries applied). A journal that outgrows the pod list starts over as a new list, and a copy
-        # holding the old one takes a full copy once.
+        # The latest pod changes in order, (added, PodInfo), kept by the cache's NodeInfos (journal=True)
+        # so that a snapshot's copy of a busy node can catch up by replaying the few it missed
+        # (``catch_up``) instead of copying thousands of pods each cycle. Positions are absolute:
+        # ``_journal_base`` is the position of ``_journal[0]``; older entries are dropped (at most 1/8 as
+        # many entries as pods are kept, none below _REPLAY_MIN_PODS pods, so removed pods are not held
+        # for long). ``_seen`` is a copy's place in its source's journal: (that list, position applied);
+        # a copy whose place was dropped takes a full copy.
         self._journal: list[tuple[bool, PodInfo]] | None = [] if journal else None
+        self._journal_base = 0
         self._seen: tuple[list[tuple[bool, PodInfo]], int] | None = None
         if node is not None:
             self.set_node(node)
@@ -283,9 +287,17 @@ class NodeInfo:
     def _note(self, added: bool, pi: PodInfo) -> None:
         j = self._journal
         assert j is not None
-        if len(j) >= _JOURNAL_MIN and len(j) > len(self.pods):
-            j = self._journal = []  # copies holding the old list take a full copy once
+        n = len(self.pods)
+        if n < _REPLAY_MIN_PODS:  # nothing kept: copies behind this change take a full copy
+            self._journal_base += len(j) + 1
+            j.clear()
+            return
         j.append((added, pi))
+        keep = n // _REPLAY_FRACTION  # a copy further behind than this is not replayed anyway
+        if len(j) > keep:
+            drop = len(j) - keep // 2  # halve: the memmove is paid once per keep/2 changes
+            del j[:drop]
+            self._journal_base += drop
 
     def catch_up(self, src: NodeInfo) -> bool:
         """Make this copy of ``src`` (a ``src.clone()`` or a copy caught up before) equal to ``src`` again
@@ -296,9 +308,10 @@ class NodeInfo:
         SchedulingDaemonset) was a 30,000-pod copy, and the old list's release, on every cycle."""
         seen = self._seen
         j = src._journal
-        if seen is None or j is None or seen[0] is not j:
+        base = src._journal_base
+        if seen is None or j is None or seen[0] is not j or seen[1] < base:
             return False
-        start = seen[1]
+        start = seen[1] - base
         end = len(j)
         pods = self.pods
         if (end - start) * _REPLAY_FRACTION > len(pods):
@@ -327,7 +340,7 @@ class NodeInfo:
         self.image_states = dict(src.image_states)
         self.pvc_ref_counts = dict(src.pvc_ref_counts)
         self.generation = src.generation
-        self._seen = (j, end)
+        self._seen = (j, base + end)
         return True
 
     def clone(self) -> NodeInfo:
@@ -346,8 +359,9 @@ class NodeInfo:
         c.row = self.row
         c._by_uid = None  # not copied: a clone's removals scan (see __init__)
         c._journal = None
+        c._journal_base = 0
         j = self._journal
-        c._seen = (j, len(j)) if j is not None else None
+        c._seen = (j, self._journal_base + len(j)) if j is not None else None
         return c
 
     def __repr__(self) -> str:

@@ -719,9 +719,14 @@ def test_snapshots_of_busy_nodes_catch_up_to_exactly_the_cache(
     """Snapshot copies of nodes with many pods replay the pod changes they missed instead of copying
     every pod; refreshed after one change or after hundreds (past the journal's restart), by two
     snapshots at different paces, or after someone changed a snapshot's copy in place, each copy must
-    equal the cache's NodeInfo exactly: pod order, (anti-)affinity lists, totals, ports, claims."""
+    equal the cache's NodeInfo exactly: pod order, (anti-)affinity lists, totals, ports, claims. The
+    journal never holds more than an eighth as many changes as the node has pods (removed pods are not
+    kept alive by it), and none on a node below the replay size."""
     import random
 
+    from pyscheduler.framework import node_info as node_info_module
+
+    monkeypatch.setattr(node_info_module, "_REPLAY_MIN_PODS", 32)  # 256 in production: a smaller test
     rng = random.Random(seed)
     replays: list[bool] = []
     catch_up = NodeInfo.catch_up
@@ -739,6 +744,10 @@ def test_snapshots_of_busy_nodes_catch_up_to_exactly_the_cache(
     placed: dict[str, Pod] = {}
     for step in range(900):
         busy_node_step(cache, rng, placed, step)
+        for n in names:
+            held = cache._nodes[n]
+            assert held._journal is not None
+            assert len(held._journal) <= (len(held.pods) // 8 if len(held.pods) >= 32 else 0)
         cache.update_snapshot(fast)
         if rng.random() < 0.02:  # a plugin breaking the contract: the next refresh must still be right
             ni = fast.get("busy")
