@@ -7,6 +7,7 @@ nodeSelector, so tests sharing the session's cluster and daemon do not see each 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -162,6 +163,11 @@ def test_higher_priority_pod_takes_the_only_slot(
     )
     note = events_for(cluster, ns, "low", "FailedScheduling")[0]["note"]
     assert "1 node(s) were unschedulable" in note
+    # Let both first backoffs (1 s, ending at the end of their one-second window) run out, so that the
+    # uncordon moves both pods to activeQ together and priority alone orders them. Uncordoned sooner, a
+    # window boundary falling between the two failures sends "low" to activeQ while "high" is still
+    # backing off (kube-scheduler's queue does the same), and "high" then preempts it.
+    time.sleep(2.5)
     cluster.request(
         "PATCH",
         f"/api/v1/nodes/{node}",
