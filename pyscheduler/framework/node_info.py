@@ -302,8 +302,8 @@ class NodeInfo:
     def catch_up(self, src: NodeInfo) -> bool:
         """Make this copy of ``src`` (a ``src.clone()`` or a copy caught up before) equal to ``src`` again
         in place, by replaying the pods ``src`` added and removed since, in order; the pods keep ``src``'s
-        order and the totals are copied. False when it cannot (not a copy of ``src``'s current journal, or
-        so many changes that a full copy is cheaper): then this copy may be half updated and the caller
+        order and the totals are copied. False when it cannot (not a copy of ``src``, its place in the
+        journal dropped, or so many changes that a full copy is cheaper): then this copy may be half updated and the caller
         must copy every slot from ``src.clone()``. For the snapshot: a node with 30,000 pods (upstream's
         SchedulingDaemonset) was a 30,000-pod copy, and the old list's release, on every cycle."""
         seen = self._seen

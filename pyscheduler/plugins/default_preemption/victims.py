@@ -148,6 +148,10 @@ def filter_pods_with_pdb_violation(
 # ------------------------------------------------------------------------------------------ one node
 
 
+_LOWEST_MAX = 1 << 16  # node names has_lower_priority_pods' memo holds before it starts over
+_NO_PODS = 1 << 62  # the lowest priority of a node without pods: above any pod's (int32)
+
+
 def has_lower_priority_pods(
     node_info: NodeInfo, pod: Pod, lowest: dict[str, tuple[int, int]] | None = None
 ) -> bool:
@@ -165,13 +169,9 @@ def has_lower_priority_pods(
     if seen is None or seen[0] != gen:
         if len(lowest) >= _LOWEST_MAX:
             lowest.clear()  # names of nodes long gone: start over
-        low = min((pi.pod.priority for pi in node_info.pods), default=None)
-        seen = lowest[node_info.name] = (gen, low if low is not None else _NO_PODS)
+        low = min((pi.pod.priority for pi in node_info.pods), default=_NO_PODS)
+        seen = lowest[node_info.name] = (gen, low)
     return seen[1] < pod.priority
-
-
-_LOWEST_MAX = 1 << 16
-_NO_PODS = 1 << 62  # above any pod priority (int32)
 
 
 def too_small_without_lower_priority_pods(
