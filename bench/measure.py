@@ -519,6 +519,9 @@ class Ceiling:
     creators: int = 0
     # the same, but each Binding followed by the Scheduled event a scheduler posts (2 writes per pod)
     with_events_seconds: float = math.nan
+    # control-plane process -> its CPU seconds during that Binding + event pass: what the two writes per pod
+    # cost the API server and etcd, against which a scheduler's run shows the load its own reads add
+    with_events_plane_cpu: dict[str, float] = field(default_factory=dict)
 
     @property
     def per_second(self) -> float:
@@ -544,6 +547,7 @@ class Ceiling:
             "creates_per_second": self.create_per_second,
             "with_events_seconds": self.with_events_seconds,
             "bindings_with_events_per_second": self.with_events_per_second,
+            "with_events_control_plane_cpu_seconds": dict(self.with_events_plane_cpu),
         }
 
 

@@ -51,6 +51,13 @@ FIGURES: list[tuple[str, str, Callable[[dict[str, Any]], float]]] = [
     ("peak RSS", "MB", lambda r: r["peak_rss_mb"]),
     ("apiserver CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan)),
     ("etcd CPU", "s", lambda r: r["control_plane_cpu_seconds"].get("etcd", math.nan)),
+    (
+        "apiserver CPU per pod",
+        "ms/pod",
+        lambda r: (
+            1000.0 * r["control_plane_cpu_seconds"].get("kube-apiserver", math.nan) / max(1, r["bound"])
+        ),
+    ),
 ]
 
 
@@ -103,6 +110,13 @@ def report(
         f"  Binding + Scheduled event ceiling {ceiling.with_events_per_second:,.0f} pods/s: "
         f"pyscheduler at {fmt(pct_ev[PY])}% of it, kube-scheduler at {fmt(pct_ev[KUBE])}%"
     )
+    api = ceiling.with_events_plane_cpu.get("kube-apiserver")
+    if api is not None and ceiling.bindings:
+        say(
+            f"  apiserver CPU per pod in that ceiling {fmt(1000.0 * api / ceiling.bindings, 2)} ms "
+            f"(the two writes alone); in the runs: kube-scheduler {fmt(med[KUBE]['apiserver CPU per pod'], 2)}, "
+            f"pyscheduler {fmt(med[PY]['apiserver CPU per pod'], 2)}"
+        )
     for s in SCHEDULERS:
         for r in runs.get(s, []):
             if "error" in r:

@@ -183,8 +183,11 @@ def measure_bind_ceiling(env: Env, count: int) -> Ceiling:
     errors = post_objects(env.endpoint, f"/api/v1/namespaces/{NS}/pods", objs, env.args.creators)
     if errors:
         raise RuntimeError(f"creating pods failed: {errors[:3]}")
+    plane = {p.name: ProcStats(p.popen.pid) for p in env.cluster.procs}
+    plane0 = {k: v.cpu_seconds() for k, v in plane.items()}
     e = bind_ceiling(env.endpoint, NS, names, env.nodes, env.args.bind_threads, with_events=True)
     c.with_events_seconds = e.seconds if not e.errors else math.nan
+    c.with_events_plane_cpu = {k: v.cpu_seconds() - plane0[k] for k, v in plane.items()}
     clean_namespace(env)
     return c
 
@@ -733,6 +736,12 @@ def _ceilings(env: Env, pods: int) -> Ceiling:
         f"= {ceiling.per_second:,.0f}/s ({ceiling.errors} errors); with a Scheduled event each: "
         f"{ceiling.with_events_per_second:,.0f} pods/s"
     )
+    if ceiling.with_events_plane_cpu:
+        per_pod = ", ".join(
+            f"{k} {1000.0 * v / max(ceiling.bindings, 1):.2f} ms"
+            for k, v in sorted(ceiling.with_events_plane_cpu.items())
+        )
+        say(f"  control-plane CPU per pod in that pass (Binding + event only): {per_pod}")
     return ceiling
 
 
