@@ -535,7 +535,7 @@ class Ceiling:
     def with_events_per_second(self) -> float:
         return self.bindings / self.with_events_seconds if self.with_events_seconds > 0 else math.nan
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "bindings": self.bindings,
             "seconds": self.seconds,
