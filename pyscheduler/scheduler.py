@@ -89,6 +89,9 @@ class Scheduler(NodeSearch, BindingCycles, FailureHandling):
         self.rng = rng or random.Random()
         self.can_bind = can_bind
         self.next_start_node_index = 0
+        # the share of nodes that passed Filter in the last batched search: sizes the next search's
+        # first chunk (scheduler_search.NodeSearch._filter_in_chunks)
+        self.last_pass_rate = 1.0
         # parallelism > 1: big Filter chunks are split over forked workers (pyscheduler.parallel)
         self.fork_filter = ForkFilter(parallelism) if parallelism > 1 else None
         # the node names a pod group cycle is trying (kube's AssumePlacement); None: all nodes

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import operator
 import random
 import time
@@ -145,6 +146,7 @@ class NodeSearch:
     rng: random.Random
     percentage_of_nodes_to_score: int | None
     next_start_node_index: int  # where the next search starts (kube's nextStartNodeIndex)
+    last_pass_rate: float  # the share of nodes that passed Filter in the last batched search
     fork_filter: ForkFilter | None
     placement: frozenset[str] | None
     batching: bool
@@ -312,36 +314,48 @@ class NodeSearch:
         point. When every Filter plugin is batched, a chunk after the first is sized by the pass rate
         seen so far (a quarter more than expected to be needed), so a search where most nodes fail takes
         two or three batch calls rather than one per halving; the caller drops what lies past the
-        stopping point, so the nodes checked and recorded are the same. Nodes in ``nominated`` (some
-        pod is nominated there) go node by node through the nominated-pods pass."""
+        stopping point, so the nodes checked and recorded are the same. The first chunk is sized the
+        same way by the last batched search's pass rate (``last_pass_rate``; exactly the number wanted
+        when every node passed then, at most four times it): where a share of the nodes fails (node
+        affinity to half the nodes, anti-affinity, full nodes), one call usually finds them all. Nodes in
+        ``nominated`` (some pod is nominated there) go node by node through the nominated-pods pass."""
         n = len(nodes)
         table = self.snapshot.node_table() if hasattr(self.snapshot, "node_table") else None
         # The snapshot's own list: node i is row i of its table, so a chunk's rows are a range.
         own = table is not None and nodes is self.snapshot.list() and table.size == n
         over = fwk.filters_are_batched(state)
+        rate = self.last_pass_rate
         done = found = 0
-        while done < n and found < to_find:
-            wanted = to_find - found
+        try:
+            while done < n and found < to_find:
+                wanted = to_find - found
+                if over and done:
+                    size = min(n - done, max(wanted, -(-wanted * done * 5 // max(found, 1) // 4)))
+                elif over and rate < 1.0:
+                    size = min(
+                        n - done, max(wanted, min(4 * wanted, math.ceil(wanted * 1.25 / max(rate, 0.25))))
+                    )
+                else:
+                    size = min(wanted, n - done)
+                first = (start + done) % n
+                rows = np.arange(first, first + size, dtype=np.int64) % n if own else None
+                if first + size <= n:
+                    chunk = NodeBatch(nodes[first : first + size], table, rows)
+                else:
+                    chunk = NodeBatch([*nodes[first:], *nodes[: first + size - n]], table, rows)
+                if nominated and any(ni.name in nominated for ni in chunk):
+                    results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
+                    passing = _count_none(results)
+                elif self.fork_filter is not None:
+                    results, passing = self.fork_filter.run(fwk, state, pod, chunk)
+                else:
+                    results, passing = fwk.run_filter_plugins_counted(state, pod, chunk)
+                done += size
+                found += passing  # the batch leaves passing nodes None
+                yield chunk, results, passing
+        finally:  # also when the caller stops early (it has found enough)
             if over and done:
-                size = min(n - done, max(wanted, -(-wanted * done * 5 // max(found, 1) // 4)))
-            else:
-                size = min(wanted, n - done)
-            first = (start + done) % n
-            rows = np.arange(first, first + size, dtype=np.int64) % n if own else None
-            if first + size <= n:
-                chunk = NodeBatch(nodes[first : first + size], table, rows)
-            else:
-                chunk = NodeBatch([*nodes[first:], *nodes[: first + size - n]], table, rows)
-            if nominated and any(ni.name in nominated for ni in chunk):
-                results = self._filter_with_nominated(fwk, state, pod, chunk, nominated)
-                passing = _count_none(results)
-            elif self.fork_filter is not None:
-                results, passing = self.fork_filter.run(fwk, state, pod, chunk)
-            else:
-                results, passing = fwk.run_filter_plugins_counted(state, pod, chunk)
-            done += size
-            found += passing  # the batch leaves passing nodes None
-            yield chunk, results, passing
+                self.last_pass_rate = found / done
 
     def _filter_with_nominated(
         self,

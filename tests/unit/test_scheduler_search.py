@@ -130,6 +130,9 @@ def test_chunked_search_checks_the_same_nodes_as_kube_node_by_node(seed: int) ->
 
     sched = app.scheduler
     sched.next_start_node_index = start
+    # the pass rate of an earlier search sizes the first chunk; what is checked and recorded must not
+    # depend on it
+    sched.last_pass_rate = rng.choice([1.0, 0.6, 0.3, 0.0])
     fwk = app.profiles["py-scheduler"]
     state = CycleState()
     feasible, diagnosis = sched.find_nodes_that_fit(fwk, state, pod, sched.snapshot.list())
@@ -302,3 +305,36 @@ def test_a_pod_naming_its_nodes_is_filtered_on_those_alone_in_the_lists_order(su
     assert [ni.name for ni in feasible] == want
     assert len(want) == (1 if subset else 3)  # n150, n7, n42; of the odd-indexed backwards half, n7
     assert diagnosis.absent_nodes_status is not None
+
+
+def test_after_a_search_where_half_the_nodes_failed_the_next_filters_its_sample_in_one_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = _app(None)
+    for i in range(400):
+        b = make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110)
+        if i % 2:
+            b.taint("dedicated", "gpu", "NoSchedule")
+        app.cache.add_node(b.obj())
+    app.cache.update_snapshot(app.scheduler.snapshot)
+    sched, fwk = app.scheduler, app.profiles["py-scheduler"]
+    calls: list[int] = []  # the size of each chunk filtered
+    chunks = sched._filter_in_chunks
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        for chunk, results, passing in chunks(*args, **kwargs):
+            calls.append(len(chunk))
+            yield chunk, results, passing
+
+    monkeypatch.setattr(sched, "_filter_in_chunks", counted)
+    to_find = num_feasible_nodes_to_find(None, 400)
+    for k in range(3):
+        calls.clear()
+        pod = make_pod(f"p{k}").uid(f"p{k}").req(cpu="100m").obj()
+        feasible, _ = sched.find_nodes_that_fit(fwk, CycleState(), pod, sched.snapshot.list())
+        assert len(feasible) == to_find
+        if k == 0:  # nothing known yet: the sample, then what its pass rate says is still missing
+            assert calls[0] == to_find and len(calls) == 2
+        else:
+            assert len(calls) == 1 and calls[0] > to_find
+        assert sched.last_pass_rate == pytest.approx(0.5, abs=0.01)
