@@ -38,7 +38,7 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     AffinityTerm,
     ParsedAffinity,
-    parse_affinity,
+    affinity_of,
     pod_matches_all_terms,
     term_picks,
     terms_of,
@@ -55,6 +55,7 @@ class PreFilterState:
     __slots__ = (
         "_counts",
         "_existing_keys",
+        "_has",
         "_pending",
         "_per_code",
         "affinity_terms",
@@ -79,6 +80,7 @@ class PreFilterState:
         self._per_code: dict[tuple[str, str], tuple[LabelColumn, I64]] = {}
         self._pending: set[str] = set()  # kinds whose dict is still to be built from _per_code
         self._existing_keys: list[str] | None = None
+        self._has: dict[str, bool] = {}  # has(kind) on the arrays, asked once per Filter chunk
 
     def _get(self, kind: str) -> TopologyCounts:
         if kind in self._pending:
@@ -120,17 +122,24 @@ class PreFilterState:
         self._counts[kind] = value
         self._per_code = {}
         self._existing_keys = None
+        self._has = {}
 
     def set_arrays(self, kind: str, key: str, col: LabelColumn, arr: I64) -> None:
         """Counts of ``kind`` for ``key`` as an array over ``col``'s codes (fast PreFilter, on a fresh
         state: every entry non-negative, zero meaning no pair)."""
         self._per_code[(kind, key)] = (col, arr)
         self._pending.add(kind)
+        self._has = {}
 
     def has(self, kind: str) -> bool:
         """Whether the counts of ``kind`` are non-empty, without building the dict."""
         if kind in self._pending:
-            return any(k == kind and bool(arr.any()) for (k, _), (_, arr) in self._per_code.items())
+            hit = self._has.get(kind)
+            if hit is None:
+                hit = self._has[kind] = any(
+                    k == kind and bool(arr.any()) for (k, _), (_, arr) in self._per_code.items()
+                )
+            return hit
         return bool(self._counts[kind])
 
     def existing_keys(self) -> list[str]:
@@ -169,6 +178,7 @@ class PreFilterState:
         existing, aff, anti = (self._get(k) for k in ("existing", "affinity", "anti"))
         self._per_code = {}
         self._existing_keys = None
+        self._has = {}
         other = pi.pod
         for t in terms_of(pi).required_anti_affinity:
             if t.matches(self.pod, self.namespace_labels):
@@ -275,7 +285,7 @@ class Filtering(PluginBase):
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        parsed = parse_affinity(pod)
+        parsed = affinity_of(pod)
         if parsed.errors:
             return None, Status.unresolvable(f"parsing pod: {'; '.join(parsed.errors)}", plugin=NAME)
         if not parsed.required_affinity and not parsed.required_anti_affinity:
@@ -315,7 +325,7 @@ class Filtering(PluginBase):
             return Status.as_error("node not found", plugin=NAME)
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PreFilterState):
-            parsed = parse_affinity(pod)
+            parsed = affinity_of(pod)
             if parsed.errors:
                 return Status.unresolvable(f"parsing pod: {'; '.join(parsed.errors)}", plugin=NAME)
             snap = self._snapshot()

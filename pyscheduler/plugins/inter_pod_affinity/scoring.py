@@ -35,7 +35,7 @@ from pyscheduler.plugins.inter_pod_affinity.common import (
 )
 from pyscheduler.plugins.inter_pod_affinity.terms import (
     WeightedAffinityTerm,
-    parse_affinity,
+    affinity_of,
     term_picks,
     terms_of,
 )
@@ -88,7 +88,7 @@ class Scoring(PluginBase):
             scan = snap.list() if has_constraints else snap.have_pods_with_affinity_list()
         else:
             scan = nodes if has_constraints else [n for n in nodes if n.pods_with_affinity]
-        parsed = parse_affinity(pod)
+        parsed = affinity_of(pod)
         if parsed.errors:
             return Status.as_error(f"failed to parse pod: {'; '.join(parsed.errors)}", plugin=NAME)
         if not has_constraints and not scan:  # no terms on either side: nothing would score

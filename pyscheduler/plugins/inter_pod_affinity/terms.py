@@ -134,6 +134,28 @@ def parse_affinity(pod: Pod) -> ParsedAffinity:
     )
 
 
+_last: tuple[Any, str, ParsedAffinity] | None = None  # affinity_of's (affinity, namespace, terms)
+
+
+def affinity_of(pod: Pod) -> ParsedAffinity:
+    """``parse_affinity(pod)``, the last answer kept. One scheduling cycle asks for the incoming pod's
+    terms at PreFilter and at PreScore, and the existing-terms index then reads the PodInfo of the pod
+    it assumed, which shares the pod's affinity object: parsing was a twentieth of a cycle with 50
+    anti-affinity groups. Kept by the affinity object itself (held while kept, so its id cannot be
+    reused) and the namespace, as ``ParsedCache`` keeps them; one entry, replaced whole (threads may
+    call this: at worst they parse again)."""
+    global _last
+    aff = pod.affinity
+    if not aff:
+        return EMPTY
+    hit = _last
+    if hit is not None and hit[0] is aff and hit[1] == pod.namespace:
+        return hit[2]
+    parsed = parse_affinity(pod)
+    _last = (aff, pod.namespace, parsed)
+    return parsed
+
+
 def terms_of(pi: PodInfo) -> ParsedAffinity:
     """The parsed terms of a pod, computed once per PodInfo (cached in ``memo``)."""
     if not pi.has_affinity:
@@ -141,7 +163,7 @@ def terms_of(pi: PodInfo) -> ParsedAffinity:
     cached = pi.memo.get(MEMO_KEY)
     if isinstance(cached, ParsedAffinity):
         return cached
-    parsed = parse_affinity(pi.pod)
+    parsed = affinity_of(pi.pod)
     pi.memo[MEMO_KEY] = parsed
     return parsed
 
