@@ -177,7 +177,12 @@ def results_path(out_dir: Path, nodes: int) -> Path:
 def find_py_spy(explicit: str | None) -> str | None:
     if explicit:
         return explicit
-    for cand in (shutil.which("py-spy"), "/tmp/pyspy-venv/bin/py-spy"):
+    # on PATH, beside this interpreter (a venv not activated), or the benchmark host's own venv
+    for cand in (
+        shutil.which("py-spy"),
+        str(Path(sys.executable).with_name("py-spy")),
+        "/tmp/pyspy-venv/bin/py-spy",
+    ):
         if cand and Path(cand).exists():
             return cand
     return None

@@ -21,14 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+from bench.measure import CLK_TCK, _stat_fields
+from bench.report import find_py_spy
+
 _THREAD = re.compile(r'Thread (\d+) \([^)]*\): "([^"]*)"')
 _NUMBERED = re.compile(r"[_-]\d+$")
-
-
-def _py_spy() -> str:
-    here = Path(sys.executable).with_name("py-spy")
-    return str(here) if here.exists() else "py-spy"
 
 
 def find_pyscheduler() -> int | None:
@@ -46,27 +43,29 @@ def find_pyscheduler() -> int | None:
 
 def task_cpu(pid: int) -> dict[int, float] | None:
     """Thread id -> its CPU seconds so far; None once the process is gone (or exited, not yet reaped)."""
-    out: dict[int, float] = {}
+    state = _stat_fields(pid)
+    if state is None or state[0] == "Z":
+        return None
     try:
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return None
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
+    out: dict[int, float] = {}
     for t in tids:
-        try:
-            fields = Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(t)] = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+        fields = _stat_fields(f"{pid}/task/{t}")
+        if fields is not None:
+            out[int(t)] = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
     return out
 
 
 def thread_names(pid: int) -> dict[int, str]:
     """Thread id -> Python thread name, as ``py-spy dump`` shows them; empty without py-spy."""
+    py_spy = find_py_spy(None)
+    if py_spy is None:
+        return {}
     try:
         r = subprocess.run(
-            [_py_spy(), "dump", "--pid", str(pid), "--nonblocking"],
+            [py_spy, "dump", "--pid", str(pid), "--nonblocking"],
             capture_output=True,
             text=True,
             timeout=10,
