@@ -96,6 +96,19 @@ class Meta:
         return f"{self.namespace}/{self.name}"
 
 
+def without_managed_fields(obj: JSON) -> JSON:
+    """``obj`` less ``metadata.managedFields`` (a shallow copy; ``obj`` itself when it has none).
+
+    A claim record keeps its object for the writes PreBind and Unreserve send back (a PUT of the whole
+    claim). The field manager's entries (a nested tree per writer) were a third of the claims' JSON the
+    daemon held with 5,000 allocated claims (14 of 42 MiB traced) and nothing reads them; an update that
+    omits them keeps the server's. kube-scheduler's informers drop them too."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _selectors(raw: Any, path: str) -> tuple[str, ...]:
     out = []
     for i, s in enumerate(_list(raw, path)):
@@ -243,6 +256,7 @@ class ResourceClaim:
     results: tuple[AllocationResult, ...] = ()
     allocation: JSON | None = None  # raw status.allocation (written back by PreBind)
     reserved_for: tuple[ConsumerReference, ...] = ()
+    # the object as read, less metadata.managedFields (see ``without_managed_fields``): what writes send back
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -315,7 +329,7 @@ class ResourceClaim:
             results=tuple(results),
             allocation=dict(allocation) if allocation is not None else None,
             reserved_for=tuple(reserved),
-            raw=obj,
+            raw=without_managed_fields(obj),
         )
 
 

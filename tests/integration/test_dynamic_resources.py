@@ -66,6 +66,11 @@ def claims(cluster: LocalCluster, ns: str) -> list[dict[str, Any]]:
     return items
 
 
+def managers(claim: dict[str, Any]) -> set[tuple[str, str]]:
+    """(manager, subresource) of each managedFields entry."""
+    return {(e.get("manager", ""), e.get("subresource", "")) for e in claim["metadata"].get("managedFields") or ()}
+
+
 def allocated_devices(cluster: LocalCluster, ns: str) -> list[tuple[str, str, str]]:
     out = []
     for c in claims(cluster, ns):
@@ -175,6 +180,7 @@ def test_direct_claims_one_device_and_a_shared_claim(
             f"{RESOURCE}/namespaces/{ns}/resourceclaims",
             without_server_fields(resource_claim(name, exactly("gpu", devices["class"]), namespace=ns)),
         )
+    created = {c["metadata"]["name"]: managers(c) for c in claims(cluster, ns)}
     # p1 and p2 share one claim (one device); pa takes the other device; pb finds none
     for pod, claim in (("p1", "shared"), ("p2", "shared"), ("pa", "a"), ("pb", "b")):
         body = pool_pod(ns, pod).resource_claim("gpu", claim=claim).json()
@@ -189,6 +195,8 @@ def test_direct_claims_one_device_and_a_shared_claim(
     assert sorted(r["name"] for r in by_name["shared"]["status"]["reservedFor"]) == ["p1", "p2"]
     assert len(by_name["shared"]["status"]["allocation"]["devices"]["results"]) == 1
     assert (by_name["b"].get("status") or {}).get("allocation") is None
+    # the daemon's records keep no managedFields; its status writes leave the creator's entries in place
+    assert created["a"] and created["a"] < managers(by_name["a"])
     taken = allocated_devices(cluster, ns)
     assert len(taken) == len(set(taken)) == 2
 

@@ -70,6 +70,21 @@ def test_claim_with_exactly_first_available_constraints_and_allocation() -> None
     assert c.reserved_for[0].uid == "pu"
 
 
+def test_claim_record_keeps_its_object_without_managed_fields() -> None:
+    """The record's ``raw`` (what PreBind's PUT sends back) drops the field manager's entries, which are most
+    of a claim's JSON and which nothing reads; the object handed in is left as it was."""
+    obj = claim_json([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}])
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    obj["metadata"]["managedFields"] = managed  # type: ignore[index]
+    obj["metadata"]["labels"] = {"app": "a"}  # type: ignore[index]
+    c = ResourceClaim.from_dict(obj)
+    assert "managedFields" not in c.raw["metadata"]
+    assert c.raw["metadata"]["labels"] == {"app": "a"} and c.raw["spec"] is obj["spec"]
+    assert obj["metadata"]["managedFields"] is managed  # type: ignore[index]
+    plain = claim_json([{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}])
+    assert ResourceClaim.from_dict(plain).raw is plain
+
+
 @pytest.mark.parametrize(
     ("requests", "message"),
     [
