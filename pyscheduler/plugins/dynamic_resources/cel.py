@@ -17,10 +17,14 @@ where a Quantity or a Semver is a tagged string whose overloads dispatch on that
 that passed the check are ever evaluated, so the tagged strings never meet a user's plain string.
 
 Not replicated: kube's cost estimation and runtime cost limit (the library exposes neither).
+
+The library and the two environments are loaded on the first selector compiled (``_runtime``), not at
+import: they take about 12 MB of the daemon's memory, which a cluster without device selectors never needs.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -29,12 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings
-
 from pyscheduler.framework.quantity import QuantityError, parse_quantity
 
-_T = cel.Type
 _Q_TAG = "\x01kubernetes.Quantity:"
 _V_TAG = "\x01kubernetes.Semver:"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -167,80 +167,103 @@ def _is_integer(a: str) -> bool:
     return v.denominator == 1 and _INT64_MIN <= v <= _INT64_MAX
 
 
-# name -> [(overload id, return, params, member, impl)]; the types are those of the checked environment.
-_Q = _T.AbstractType("kubernetes.Quantity")
-_V = _T.AbstractType("kubernetes.Semver")
-_FUNCTIONS: dict[str, list[tuple[str, Any, list[Any], bool, Any]]] = {
-    "quantity": [("string_to_quantity", _Q, [_T.STRING], False, _to_quantity)],
-    "isQuantity": [("is_quantity_string", _T.BOOL, [_T.STRING], False, _is_quantity)],
-    "sign": [("quantity_sign", _T.INT, [_Q], True, lambda a: _cmp(_unq(a), 0))],
-    "isGreaterThan": [
-        ("quantity_is_greater_than", _T.BOOL, [_Q, _Q], True, lambda a, b: _compare(a, b) > 0),
-        ("semver_is_greater_than", _T.BOOL, [_V, _V], True, lambda a, b: _compare(a, b) > 0),
-    ],
-    "isLessThan": [
-        ("quantity_is_less_than", _T.BOOL, [_Q, _Q], True, lambda a, b: _compare(a, b) < 0),
-        ("semver_is_less_than", _T.BOOL, [_V, _V], True, lambda a, b: _compare(a, b) < 0),
-    ],
-    "compareTo": [
-        ("quantity_compare_to", _T.INT, [_Q, _Q], True, _compare),
-        ("semver_compare_to", _T.INT, [_V, _V], True, _compare),
-    ],
-    "asApproximateFloat": [("quantity_get_float", _T.DOUBLE, [_Q], True, lambda a: float(_unq(a)))],
-    "asInteger": [("quantity_get_int", _T.INT, [_Q], True, _as_integer)],
-    "isInteger": [("quantity_is_integer", _T.BOOL, [_Q], True, _is_integer)],
-    "add": [
-        ("quantity_add", _Q, [_Q, _Q], True, lambda a, b: _q(_unq(a) + _unq(b))),
-        ("quantity_add_int", _Q, [_Q, _T.INT], True, lambda a, b: _q(_unq(a) + b)),
-    ],
-    "sub": [
-        ("quantity_sub", _Q, [_Q, _Q], True, lambda a, b: _q(_unq(a) - _unq(b))),
-        ("quantity_sub_int", _Q, [_Q, _T.INT], True, lambda a, b: _q(_unq(a) - b)),
-    ],
-    "semver": [
-        ("string_to_semver", _V, [_T.STRING], False, _to_semver),
-        ("string_bool_to_semver", _V, [_T.STRING, _T.BOOL], False, _to_semver_normalize),
-    ],
-    "isSemver": [
-        ("is_semver_string", _T.BOOL, [_T.STRING], False, _is_semver),
-        ("is_semver_string_bool", _T.BOOL, [_T.STRING, _T.BOOL], False, _is_semver_normalize),
-    ],
-    "major": [("semver_major", _T.INT, [_V], True, lambda a: _unv(a).major)],
-    "minor": [("semver_minor", _T.INT, [_V], True, lambda a: _unv(a).minor)],
-    "patch": [("semver_patch", _T.INT, [_V], True, lambda a: _unv(a).patch)],
-}
+_Overloads = dict[str, list[tuple[str, Any, list[Any], bool, Any]]]
 
 
-def _runtime_type(t: Any) -> Any:
-    return _T.STRING if t in (_Q, _V) else t
+def _functions(t: Any) -> tuple[_Overloads, Any, Any]:
+    """name -> [(overload id, return, params, member, impl)], the types those of the checked environment;
+    and the abstract Quantity and Semver types."""
+    q = t.AbstractType("kubernetes.Quantity")
+    v = t.AbstractType("kubernetes.Semver")
+    table: _Overloads = {
+        "quantity": [("string_to_quantity", q, [t.STRING], False, _to_quantity)],
+        "isQuantity": [("is_quantity_string", t.BOOL, [t.STRING], False, _is_quantity)],
+        "sign": [("quantity_sign", t.INT, [q], True, lambda a: _cmp(_unq(a), 0))],
+        "isGreaterThan": [
+            ("quantity_is_greater_than", t.BOOL, [q, q], True, lambda a, b: _compare(a, b) > 0),
+            ("semver_is_greater_than", t.BOOL, [v, v], True, lambda a, b: _compare(a, b) > 0),
+        ],
+        "isLessThan": [
+            ("quantity_is_less_than", t.BOOL, [q, q], True, lambda a, b: _compare(a, b) < 0),
+            ("semver_is_less_than", t.BOOL, [v, v], True, lambda a, b: _compare(a, b) < 0),
+        ],
+        "compareTo": [
+            ("quantity_compare_to", t.INT, [q, q], True, _compare),
+            ("semver_compare_to", t.INT, [v, v], True, _compare),
+        ],
+        "asApproximateFloat": [("quantity_get_float", t.DOUBLE, [q], True, lambda a: float(_unq(a)))],
+        "asInteger": [("quantity_get_int", t.INT, [q], True, _as_integer)],
+        "isInteger": [("quantity_is_integer", t.BOOL, [q], True, _is_integer)],
+        "add": [
+            ("quantity_add", q, [q, q], True, lambda a, b: _q(_unq(a) + _unq(b))),
+            ("quantity_add_int", q, [q, t.INT], True, lambda a, b: _q(_unq(a) + b)),
+        ],
+        "sub": [
+            ("quantity_sub", q, [q, q], True, lambda a, b: _q(_unq(a) - _unq(b))),
+            ("quantity_sub_int", q, [q, t.INT], True, lambda a, b: _q(_unq(a) - b)),
+        ],
+        "semver": [
+            ("string_to_semver", v, [t.STRING], False, _to_semver),
+            ("string_bool_to_semver", v, [t.STRING, t.BOOL], False, _to_semver_normalize),
+        ],
+        "isSemver": [
+            ("is_semver_string", t.BOOL, [t.STRING], False, _is_semver),
+            ("is_semver_string_bool", t.BOOL, [t.STRING, t.BOOL], False, _is_semver_normalize),
+        ],
+        "major": [("semver_major", t.INT, [v], True, lambda a: _unv(a).major)],
+        "minor": [("semver_minor", t.INT, [v], True, lambda a: _unv(a).minor)],
+        "patch": [("semver_patch", t.INT, [v], True, lambda a: _unv(a).patch)],
+    }
+    return table, q, v
 
 
-def _decls(runtime: bool) -> list[Any]:
-    out = []
-    for name, overloads in _FUNCTIONS.items():
-        decls = []
-        seen: set[tuple[str, ...]] = set()
-        for oid, ret, params, member, impl in overloads:
-            if runtime:
-                ret, params = _runtime_type(ret), [_runtime_type(p) for p in params]
-                sig = tuple(p.name() for p in params)
-                if sig in seen:  # quantity and semver overloads share one string signature at run time
-                    continue
-                seen.add(sig)
-            decls.append(cel.Overload(oid, ret, params, is_member=member, impl=impl))
-        out.append(cel.FunctionDecl(name, decls))
-    return out
+@dataclass(frozen=True)
+class _Runtime:
+    """cel-expr-python's types and the two environments (see the module docstring)."""
+
+    types: Any  # cel.Type
+    check: Any  # the strict environment: compile errors, return type
+    run: Any  # the unchecked one that evaluates
 
 
-# The checked environment cannot declare kube's kubernetes.DRADevice object type without protobuf
-# descriptors; a map of dyn stands in (field selection works; field names are not checked).
-_DEVICE = _T.Map(_T.STRING, _T.DYN)
-_CHECK_ENV = cel.NewEnv(
-    variables={"device": _DEVICE}, functions=_decls(False), extensions=[ext_bindings.ExtBindings()]
-)
-_RUN_ENV = cel.NewEnv(
-    variables={"device": _T.DYN}, functions=_decls(True), extensions=[ext_bindings.ExtBindings()]
-)
+@functools.cache
+def _runtime() -> _Runtime:
+    from cel_expr_python import cel
+    from cel_expr_python.ext import ext_bindings
+
+    t = cel.Type
+    table, q, v = _functions(t)
+
+    def decls(runtime: bool) -> list[Any]:
+        out = []
+        for name, overloads in table.items():
+            found = []
+            seen: set[tuple[str, ...]] = set()
+            for oid, ret, params, member, impl in overloads:
+                if runtime:  # a Quantity or a Semver is a tagged string at run time
+                    ret = t.STRING if ret in (q, v) else ret
+                    params = [t.STRING if p in (q, v) else p for p in params]
+                    sig = tuple(p.name() for p in params)
+                    if sig in seen:  # quantity and semver overloads share one string signature at run time
+                        continue
+                    seen.add(sig)
+                found.append(cel.Overload(oid, ret, params, is_member=member, impl=impl))
+            out.append(cel.FunctionDecl(name, found))
+        return out
+
+    # The checked environment cannot declare kube's kubernetes.DRADevice object type without protobuf
+    # descriptors; a map of dyn stands in (field selection works; field names are not checked).
+    check = cel.NewEnv(
+        variables={"device": t.Map(t.STRING, t.DYN)},
+        functions=decls(False),
+        extensions=[ext_bindings.ExtBindings()],
+    )
+    run = cel.NewEnv(
+        variables={"device": t.DYN}, functions=decls(True), extensions=[ext_bindings.ExtBindings()]
+    )
+    return _Runtime(t, check, run)
+
+
 # `attributes["domain"]` / `capacity["domain"]` with a literal domain: see Selector._domains.
 _DOMAIN_LOOKUP = re.compile(r"""(?:attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 _NO_SUCH_KEY = re.compile(r'Key not found in map\s*:\s*"?(.*?)"?$')
@@ -313,16 +336,17 @@ class Selector:
         self.error: str | None = None
         self._program: Any = None
         self._domains: tuple[str, ...] = ()
+        rt = _runtime()
         try:
-            checked = _CHECK_ENV.compile(expression)
+            checked = rt.check.compile(expression)
         except RuntimeError as e:
             self.error = "compilation failed: " + _strip_status(str(e))
             return
         out = checked.return_type()
-        if out != _T.BOOL and out != _T.DYN:
+        if out != rt.types.BOOL and out != rt.types.DYN:
             self.error = f"must evaluate to bool or the unknown type, not {out.name().lower()}"
             return
-        self._program = _RUN_ENV.compile(expression, disable_check=True)
+        self._program = rt.run.compile(expression, disable_check=True)
         # kube looks up a domain the device has nothing in as an empty map (so `.x` is "no such key: x",
         # not "no such key: <domain>"), while `"domain" in device.attributes` stays false. cel-cpp copies
         # the activation into its own maps, so instead each domain this expression indexes with a literal
@@ -354,7 +378,7 @@ class Selector:
             kind = value.type()
         except (RuntimeError, CELRuntimeError, ValueError) as e:
             raise CELRuntimeError(_strip_status(str(e))) from None
-        if kind == _T.ERROR:  # an error value comes back as its status text
+        if kind == _runtime().types.ERROR:  # an error value comes back as its status text
             raise CELRuntimeError(_strip_status(str(result)))
         if isinstance(result, bool):
             return result

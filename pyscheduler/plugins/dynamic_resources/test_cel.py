@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -160,3 +162,19 @@ def test_cache_compiles_once_and_is_thread_safe() -> None:
     cache.get("1 == 1")
     cache.get("2 == 2")  # bounded: the oldest entry goes
     assert cache.get("true") is not first
+
+
+def test_cel_library_loads_with_the_first_selector_not_with_the_plugin() -> None:
+    """A daemon whose cluster has no device selectors never loads the CEL runtime (about 12 MB)."""
+    code = (
+        "import sys\n"
+        "import pyscheduler.plugins.dynamic_resources\n"
+        "from pyscheduler.plugins.dynamic_resources.cel import Selector\n"
+        "before = 'cel_expr_python' in sys.modules\n"
+        "ok = Selector('device.driver == \"d\"').error is None\n"
+        "print(before, ok, 'cel_expr_python' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split() == ["False", "True", "True"]
