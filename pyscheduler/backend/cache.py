@@ -80,7 +80,6 @@ __all__ = ["Cache", "CacheDump", "CacheError"]
 log = logging.getLogger(__name__)
 
 # every slot but `row`, which is the snapshot's own (its NodeTable row)
-_NODE_INFO_SLOTS: tuple[str, ...] = tuple(s for s in NodeInfo.__slots__ if s != "row")
 # Keep the image-change log from growing with images no node has any more.
 _IMAGE_LOG_SLACK = 1024
 
@@ -502,9 +501,7 @@ class Cache:
             had_anti = bool(existing.pods_with_required_anti_affinity)
             # in place either way: the snapshot's lists keep pointing at `existing`
             if not existing.catch_up(info):  # the few pod changes replayed, or else a full copy
-                clone = info.clone()
-                for slot in _NODE_INFO_SLOTS:
-                    setattr(existing, slot, getattr(clone, slot))
+                existing.copy_from(info)
             existing.image_states = {n: summaries[n] for n in _image_sizes(info.node) if n in summaries}
             flip = had_affinity != bool(existing.pods_with_affinity) or had_anti != bool(
                 existing.pods_with_required_anti_affinity

@@ -345,24 +345,29 @@ class NodeInfo:
 
     def clone(self) -> NodeInfo:
         c = NodeInfo.__new__(NodeInfo)
-        c.node = self.node
-        c.allocatable = self.allocatable.clone()
-        c.requested = self.requested.clone()
-        c.non_zero_requested = self.non_zero_requested.clone()
-        c.pods = list(self.pods)
-        c.pods_with_affinity = list(self.pods_with_affinity)
-        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
-        c.used_ports = self.used_ports.clone()
-        c.image_states = dict(self.image_states)
-        c.pvc_ref_counts = dict(self.pvc_ref_counts)
-        c.generation = self.generation
         c.row = self.row
-        c._by_uid = None  # not copied: a clone's removals scan (see __init__)
-        c._journal = None
-        c._journal_base = 0
-        j = self._journal
-        c._seen = (j, self._journal_base + len(j)) if j is not None else None
+        c.copy_from(self)
         return c
+
+    def copy_from(self, src: NodeInfo) -> None:
+        """Make this NodeInfo an independent copy of ``src`` in place, ``row`` excepted (``clone`` without a
+        new object: the snapshot refreshes its NodeInfos so, which its node lists and table point at)."""
+        self.node = src.node
+        self.allocatable = src.allocatable.clone()
+        self.requested = src.requested.clone()
+        self.non_zero_requested = src.non_zero_requested.clone()
+        self.pods = list(src.pods)
+        self.pods_with_affinity = list(src.pods_with_affinity)
+        self.pods_with_required_anti_affinity = list(src.pods_with_required_anti_affinity)
+        self.used_ports = src.used_ports.clone()
+        self.image_states = dict(src.image_states)
+        self.pvc_ref_counts = dict(src.pvc_ref_counts)
+        self.generation = src.generation
+        self._by_uid = None  # not copied: a copy's removals scan (see __init__)
+        self._journal = None
+        self._journal_base = 0
+        j = src._journal
+        self._seen = (j, src._journal_base + len(j)) if j is not None else None
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)}, requested={self.requested!r})"

@@ -322,13 +322,18 @@ def test_incremental_update_copies_only_changed_nodes(monkeypatch: pytest.Monkey
     snap = snap_of(cache)
     objects = {ni.name: ni for ni in snap.list()}
     cloned: list[str] = []
-    original = NodeInfo.clone
+    original_clone, original_copy = NodeInfo.clone, NodeInfo.copy_from
 
     def counting_clone(self: NodeInfo) -> NodeInfo:
         cloned.append(self.name)
-        return original(self)
+        return original_clone(self)
+
+    def counting_copy(self: NodeInfo, src: NodeInfo) -> None:
+        cloned.append(src.name)
+        original_copy(self, src)
 
     monkeypatch.setattr(NodeInfo, "clone", counting_clone)
+    monkeypatch.setattr(NodeInfo, "copy_from", counting_copy)
     cache.update_snapshot(snap)
     assert cloned == []  # nothing changed
     cache.add_pod(pod("a", "n7"))

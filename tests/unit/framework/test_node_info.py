@@ -121,3 +121,23 @@ def test_pods_found_at_every_depth_of_a_node_with_ten_thousand_pods() -> None:
     assert [pi.pod.uid for pi in ni.pods] == [p.uid for p in model]
     assert ni.requested.allowed_pod_number == len(model) == 10_000 - 14
     assert not ni.remove_pod(victim)
+
+
+def test_copy_from_makes_an_independent_copy_in_place() -> None:
+    """The snapshot refreshes a NodeInfo in place (its lists and table point at it): afterwards it holds
+    what the source holds, shares nothing a later change to either would reach, and keeps its row."""
+    src = NodeInfo(make_node("n1").obj(), [pod("a", 1), pod("b", 2)])
+    dst = NodeInfo(make_node("n2").obj(), [pod("u0")])
+    dst.row = 7
+    dst.copy_from(src)
+    assert snapshot(dst) == snapshot(src) and dst.name == "n1" and dst.row == 7
+    dst.add_pod(pod("u1", 2))
+    src.remove_pod(src.pods[0].pod)
+    assert snapshot(src) == snapshot(rebuilt([pod("b", 2)]))
+    assert snapshot(dst) == snapshot(rebuilt([pod("a", 1), pod("b", 2), pod("u1", 2)]))
+    # every slot but the row is assigned: a slot added to NodeInfo and forgotten here fails
+    blank = NodeInfo.__new__(NodeInfo)
+    blank.copy_from(src)
+    for slot in NodeInfo.__slots__:
+        if slot != "row":
+            getattr(blank, slot)
