@@ -79,7 +79,6 @@ __all__ = ["Cache", "CacheDump", "CacheError"]
 
 log = logging.getLogger(__name__)
 
-# every slot but `row`, which is the snapshot's own (its NodeTable row)
 # Keep the image-change log from growing with images no node has any more.
 _IMAGE_LOG_SLACK = 1024
 
