@@ -68,7 +68,9 @@ def claims(cluster: LocalCluster, ns: str) -> list[dict[str, Any]]:
 
 def managers(claim: dict[str, Any]) -> set[tuple[str, str]]:
     """(manager, subresource) of each managedFields entry."""
-    return {(e.get("manager", ""), e.get("subresource", "")) for e in claim["metadata"].get("managedFields") or ()}
+    return {
+        (e.get("manager", ""), e.get("subresource", "")) for e in claim["metadata"].get("managedFields") or ()
+    }
 
 
 def allocated_devices(cluster: LocalCluster, ns: str) -> list[tuple[str, str, str]]:
