@@ -102,7 +102,8 @@ def without_managed_fields(obj: JSON) -> JSON:
     A claim record keeps its object for the writes PreBind and Unreserve send back (a PUT of the whole
     claim). The field manager's entries (a nested tree per writer) were a third of the claims' JSON the
     daemon held with 5,000 allocated claims (14 of 42 MiB traced) and nothing reads them; an update that
-    omits them keeps the server's. kube-scheduler's informers drop them too."""
+    omits them keeps the server's. kube-scheduler's informers drop them too. Not ``backend.objects.slim``:
+    that also drops the last-applied annotation, which a PUT without it would delete on the server."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or "managedFields" not in meta:
         return obj

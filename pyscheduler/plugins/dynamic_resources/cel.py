@@ -329,7 +329,7 @@ def _attribute_value(attr: Mapping[str, Any]) -> Any:
 class Selector:
     """One compiled selector expression. ``error`` is kube's compile error; such a selector never matches."""
 
-    __slots__ = ("_domains", "_program", "error", "expression")
+    __slots__ = ("_domains", "_error_type", "_program", "error", "expression")
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
@@ -337,6 +337,7 @@ class Selector:
         self._program: Any = None
         self._domains: tuple[str, ...] = ()
         rt = _runtime()
+        self._error_type = rt.types.ERROR  # what an evaluation that failed returns (read per device)
         try:
             checked = rt.check.compile(expression)
         except RuntimeError as e:
@@ -378,7 +379,7 @@ class Selector:
             kind = value.type()
         except (RuntimeError, CELRuntimeError, ValueError) as e:
             raise CELRuntimeError(_strip_status(str(e))) from None
-        if kind == _runtime().types.ERROR:  # an error value comes back as its status text
+        if kind == self._error_type:  # an error value comes back as its status text
             raise CELRuntimeError(_strip_status(str(result)))
         if isinstance(result, bool):
             return result
